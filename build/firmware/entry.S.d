@@ -1,0 +1,2 @@
+build/firmware/entry.S.o: firmware/entry.S firmware/fw.h
+firmware/fw.h:

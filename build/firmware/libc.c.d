@@ -1,0 +1,1 @@
+build/firmware/libc.c.o: firmware/libc.c

@@ -1,0 +1,4 @@
+build/obj/hypercalls/dispatch.o: hypercalls/dispatch.c \
+ hypercalls/hypercalls.h hypercalls/abi.h
+hypercalls/hypercalls.h:
+hypercalls/abi.h:

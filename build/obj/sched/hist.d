@@ -1,0 +1,2 @@
+build/obj/sched/hist.o: sched/hist.c sched/hist.h
+sched/hist.h:

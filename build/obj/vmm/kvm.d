@@ -1,0 +1,2 @@
+build/obj/vmm/kvm.o: vmm/kvm.c vmm/kvm.h
+vmm/kvm.h:

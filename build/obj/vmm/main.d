@@ -1,0 +1,19 @@
+build/obj/vmm/main.o: vmm/main.c vcpu/vcpu.h devices/io_bus.h \
+ hypercalls/hypercalls.h hypercalls/abi.h vcpu/x86_boot.h vmm/cli.h \
+ vmm/config.h vmm/errors.h vmm/kvm.h vmm/report.h vmm/vm.h \
+ devices/debug_exit.h devices/uart8250.h vmm/elf_loader.h vmm/layout.h
+vcpu/vcpu.h:
+devices/io_bus.h:
+hypercalls/hypercalls.h:
+hypercalls/abi.h:
+vcpu/x86_boot.h:
+vmm/cli.h:
+vmm/config.h:
+vmm/errors.h:
+vmm/kvm.h:
+vmm/report.h:
+vmm/vm.h:
+devices/debug_exit.h:
+devices/uart8250.h:
+vmm/elf_loader.h:
+vmm/layout.h:

@@ -1,0 +1,2 @@
+build/obj/vmm/parse.o: vmm/parse.c vmm/parse.h
+vmm/parse.h:

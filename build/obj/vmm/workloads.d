@@ -1,0 +1,2 @@
+build/obj/vmm/workloads.o: vmm/workloads.c vmm/workloads.h
+vmm/workloads.h:

@@ -1,0 +1,30 @@
+/*
+ * An 8250/16550A UART at the PC's COM1 (0x3f8): transmit now, through a
+ * callback; the register file is complete enough that a Linux 8250 driver
+ * probes it (scratch register, LSR, MSR, FIFO identification).
+ */
+#ifndef VMM_DEVICES_UART8250_H
+#define VMM_DEVICES_UART8250_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define UART_COM1_BASE 0x3f8
+#define UART_NREGS 8
+
+struct uart8250 {
+	pthread_mutex_t lock;
+	uint8_t ier, iir, lcr, mcr, lsr, msr, scr, fcr;
+	uint8_t dll, dlm;
+	void (*out)(void *opaque, const char *buf, unsigned len);
+	void *opaque;
+	uint64_t tx_bytes;
+};
+
+void uart8250_init(struct uart8250 *u, void (*out)(void *, const char *, unsigned), void *opaque);
+void uart8250_destroy(struct uart8250 *u);
+/* io_bus handler; offset is the register number 0..7. */
+int uart8250_io(void *dev, unsigned vcpu, uint64_t offset, uint8_t *data, unsigned len, bool is_write);
+
+#endif

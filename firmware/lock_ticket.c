@@ -1,0 +1,51 @@
+/*
+ * Ticket lock: FIFO, so a preempted waiter stalls everyone queued behind
+ * it (lock-waiter preemption) - the baseline the PV kinds improve on.
+ */
+#include "firmware/lock.h"
+
+struct ticket_lock {
+	uint32_t next;  /* next ticket to hand out */
+	uint32_t owner; /* ticket now allowed in */
+};
+
+_Static_assert(sizeof(struct ticket_lock) <= FW_LOCK_SIZE, "fits union fw_lock");
+
+static void ticket_init(union fw_lock *l, const struct fw_lock_params *p)
+{
+	struct ticket_lock *t = (struct ticket_lock *)l;
+
+	(void)p;
+	__atomic_store_n(&t->next, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->owner, 0, __ATOMIC_RELEASE);
+}
+
+static void ticket_lock(union fw_lock *l, struct fw_cpu *self)
+{
+	struct ticket_lock *t = (struct ticket_lock *)l;
+	uint32_t me = __atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED);
+
+	if (__atomic_load_n(&t->owner, __ATOMIC_ACQUIRE) == me)
+		return;
+	fw_spin_begin(self);
+	while (__atomic_load_n(&t->owner, __ATOMIC_ACQUIRE) != me)
+		fw_pause();
+	fw_spin_end(self);
+}
+
+static void ticket_unlock(union fw_lock *l, struct fw_cpu *self)
+{
+	struct ticket_lock *t = (struct ticket_lock *)l;
+
+	(void)self;
+	/* Only the holder writes owner. */
+	__atomic_store_n(&t->owner, t->owner + 1, __ATOMIC_RELEASE);
+}
+
+static const struct lock_ops ticket_ops = {
+	.name = "ticket",
+	.init = ticket_init,
+	.lock = ticket_lock,
+	.unlock = ticket_unlock,
+};
+FW_LOCK_REGISTER(ticket_ops);

@@ -1,0 +1,68 @@
+/*
+ * The guest <-> VMM hypercall ABI, shared by the VMM and any guest written
+ * against hypercalls/ABI.md. Freestanding: only fixed-width types, so the
+ * bundled firmware includes it unchanged.
+ */
+#ifndef VMM_HYPERCALLS_ABI_H
+#define VMM_HYPERCALLS_ABI_H
+
+#include <stdint.h>
+
+#define VMM_ABI_VERSION 1u
+
+/*
+ * A hypercall is one 8-byte MMIO read from VMM_HC_BASE + 8 * nr.
+ * Arguments: RDI, RSI, RDX, RCX. Result: the value read (64-bit, signed;
+ * negative values are -errno). Works from CPL0 and CPL3 alike.
+ */
+#define VMM_HC_BASE 0xd0000000ull
+#define VMM_HC_SIZE 0x1000ull
+
+enum vmm_hc_nr {
+	VMM_HC_VERSION = 0,       /* () -> VMM_ABI_VERSION */
+	VMM_HC_CONSOLE_WRITE = 1, /* (gpa, len) -> bytes written */
+	VMM_HC_REPORT = 2,        /* (key_gpa, value) -> 0 */
+	VMM_HC_EXIT = 3,          /* (status) -> does not return */
+	/* reserved for the co-scheduler and PV locks (later ABI versions) */
+	VMM_HC_WAIT = 4,     /* (gpa, expected u32, timeout_ns) */
+	VMM_HC_KICK = 5,     /* (vcpu) */
+	VMM_HC_YIELD_TO = 6, /* (vcpu or -1) */
+	VMM_HC_SPIN = 7,     /* (vcpu waited for or -1) */
+	VMM_HC_COUNT = 8,
+};
+
+/* Error codes returned in the guest (Linux errno values, negated). */
+#define VMM_EPERM 1
+#define VMM_ESRCH 3
+#define VMM_EFAULT 14
+#define VMM_EINVAL 22
+#define VMM_ENOSYS 38
+
+#define VMM_REPORT_KEY_MAX 31 /* bytes, not counting the NUL */
+#define VMM_CONSOLE_WRITE_MAX 4096
+
+/* isa-debug-exit style port: a 32-bit OUT of v ends the whole VM, status v. */
+#define VMM_DEBUG_EXIT_PORT 0xf4
+
+/*
+ * One 4 KiB page per vCPU, at /vmm/shared-pages + 4096 * vcpu (device tree).
+ * Both sides use plain aligned loads/stores and atomics; every field is
+ * naturally aligned so a single access is never torn.
+ */
+struct vmm_shared_page {
+	uint32_t abi_version;     /* VMM writes VMM_ABI_VERSION at start */
+	uint32_t vcpu_id;         /* VMM */
+	uint32_t preempted;       /* VMM: 1 while the vCPU is descheduled */
+	uint32_t preempt_pending; /* VMM: please yield at your next safe point */
+	uint64_t spinning_since;  /* guest: TSC when it began spinning, 0 = not */
+	uint32_t in_critical;     /* guest: >0 while holding or queued for a lock */
+	int32_t waiting_for;      /* guest: vCPU it waits on, -1 = unknown */
+	uint32_t kick_pending;    /* VMM: a kick arrived that no wait consumed */
+	uint32_t reserved0;
+	uint64_t steal_ns;        /* VMM: time runnable but not running */
+	uint8_t reserved[4096 - 48];
+};
+
+_Static_assert(sizeof(struct vmm_shared_page) == 4096, "shared page is one page");
+
+#endif

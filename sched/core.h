@@ -1,0 +1,134 @@
+/*
+ * The co-scheduler's pure core: a single-threaded, deterministic state
+ * machine. No threads, no clock, no sleeping. Every entry point takes now_ns
+ * and appends ACTIONS to a list that the caller executes and then clears
+ * (sched.c does it under its mutex; the unit tests do it with fake vCPUs).
+ *
+ * The core reads the guest's spin/critical-section hints through one pure
+ * input function (sched_core_hint_fn) so the policies can look at any vCPU
+ * when they need to; it never calls out for anything else.
+ *
+ * Invariant: at most npcpus vCPUs are RUNNING. A RUNNING vCPU keeps its slot
+ * until its own thread gives it back (sched_core_yield and friends), so a
+ * FORCE_EXIT'ed vCPU still counts until it has really left guest mode.
+ */
+#ifndef VMM_SCHED_CORE_H
+#define VMM_SCHED_CORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/types.h"
+
+struct sched_policy;
+
+struct sched_hint {
+	uint64_t spinning_since; /* ns, same clock as now; 0 = not spinning */
+	bool in_critical;
+	int waiting_for;         /* vCPU index or -1 */
+};
+typedef void (*sched_core_hint_fn)(void *ctx, int v, struct sched_hint *out);
+
+enum sched_action_kind {
+	SCHED_ACT_GRANT,               /* v may run on slot now (wake it) */
+	SCHED_ACT_FORCE_EXIT,          /* v must leave guest mode, then yield */
+	SCHED_ACT_SET_PREEMPTED,       /* shared-page flag := val */
+	SCHED_ACT_SET_PREEMPT_PENDING, /* shared-page flag := val */
+	SCHED_ACT_WAKE_ALL,            /* stop or deadlock: wake every thread */
+};
+
+struct sched_action {
+	enum sched_action_kind kind;
+	int v;
+	int val; /* slot for GRANT, the flag for SET_* */
+};
+
+struct sched_vcore {
+	enum sched_vstate state;
+	int vm;
+	int slot;                /* when RUNNING */
+	int qprev, qnext;        /* run-queue links when RUNNABLE */
+	bool preempt_req;        /* FORCE_EXIT sent, slot not yet given back */
+	int handoff_to;          /* who gets the slot when it is given back */
+	bool preempt_pending;    /* safe-point deferral in progress */
+	uint64_t defer_deadline;
+	bool preempted;          /* mirror of the shared-page flag */
+	bool kick_pending;       /* a kick/wake no wait has consumed yet */
+	uint64_t wait_deadline;  /* UINT64_MAX: none */
+	int wake_reason;         /* 0: kicked/woken, -ETIMEDOUT */
+	uint64_t state_since;
+	uint64_t last_hint_spin;
+	uint64_t kicked_at;      /* 0: not woken by a kick */
+	struct sched_vcpu_stats st;
+};
+
+struct sched_slot {
+	int vcpu;                /* -1: free */
+	uint64_t slice_start;
+};
+
+struct sched_core {
+	int nvcpus, nslots, nvms;
+	uint64_t slice_ns, ple_window_ns, defer_max_ns;
+	unsigned spin_sources;
+	bool defer;
+	const struct sched_policy *pol;
+	void *pstate;            /* the policy's own */
+	struct sched_vcore *v;
+	struct sched_slot *slot;
+	int qhead, qtail;
+	int nrunnable, nrunning;
+	bool started, stopping, deadlock;
+	uint64_t last_now, next_hint_check;
+	uint64_t rng;
+	sched_core_hint_fn hint;
+	void *hint_ctx;
+	sched_trace_fn trace;
+	void *trace_ctx;
+	struct sched_action *act;
+	int nact, act_cap;
+};
+
+/* NULL on bad params or unknown policy (*why gets a static message). */
+struct sched_core *sched_core_create(const struct sched_params *p,
+				     sched_core_hint_fn hint, void *hint_ctx,
+				     const char **why);
+void sched_core_destroy(struct sched_core *c);
+
+/* Events. */
+void sched_core_start(struct sched_core *c, uint64_t now);
+void sched_core_tick(struct sched_core *c, uint64_t now);
+void sched_core_yield(struct sched_core *c, int v, uint64_t now);
+void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
+		     uint64_t now);
+void sched_core_safe_point(struct sched_core *c, int v, uint64_t now);
+/* 0: returned at once (kick pending); 1: v gave up its slot and waits. */
+int sched_core_wait(struct sched_core *c, int v, uint64_t timeout_ns, uint64_t now);
+int sched_core_halt(struct sched_core *c, int v, uint64_t now);
+void sched_core_kick(struct sched_core *c, int from, int to, uint64_t now);
+void sched_core_wake(struct sched_core *c, int v, uint64_t now);
+void sched_core_done(struct sched_core *c, int v, uint64_t now);
+void sched_core_stop(struct sched_core *c, uint64_t now);
+/* v's thread is back in guest mode after a grant: ends a kick-latency sample. */
+void sched_core_resumed(struct sched_core *c, int v, uint64_t now);
+
+/* Queries. */
+uint64_t sched_core_next_deadline(const struct sched_core *c);
+void sched_core_stats(const struct sched_core *c, int v, uint64_t now,
+		      struct sched_vcpu_stats *out);
+static inline enum sched_vstate sched_core_state(const struct sched_core *c, int v)
+{
+	return c->v[v].state;
+}
+
+/* The action list: read, execute in order, clear. */
+static inline void sched_core_clear_actions(struct sched_core *c) { c->nact = 0; }
+
+/* For policies. */
+struct sched_hint sched_core_get_hint(const struct sched_core *c, int v);
+void sched_core_request_preempt(struct sched_core *c, int v, uint64_t now);
+uint64_t sched_core_rand(struct sched_core *c);
+#define SCHED_FOR_EACH_QUEUED(c, it) \
+	for (int it = (c)->qhead; it >= 0; it = (c)->v[it].qnext)
+
+#endif

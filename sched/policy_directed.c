@@ -1,0 +1,88 @@
+/*
+ * Directed yield with KVM's 2012 candidate filter: the spinner's slot goes to
+ * a preempted vCPU of its own VM that is not itself spinning, rotating from
+ * the last one boosted so one candidate cannot soak up every boost. A vCPU
+ * the guest names (yield target or waiting_for) wins if it is runnable. When
+ * every candidate spins we still pick one: with ticket locks the preempted
+ * spinner may be the next ticket holder (lock-waiter preemption).
+ */
+#include <stdlib.h>
+
+#include "sched/policy.h"
+
+int sched_directed_candidate(struct sched_core *c, int v, int *last_boost)
+{
+	int vm = c->v[v].vm, n = c->nvcpus, spinner = -1;
+	int start = last_boost[vm];
+	for (int k = 1; k <= n; k++) {
+		int i = (start + k) % n;
+		if (i == v || c->v[i].vm != vm || c->v[i].state != SCHED_RUNNABLE)
+			continue;
+		if (sched_core_get_hint(c, i).spinning_since == 0) {
+			last_boost[vm] = i;
+			return i;
+		}
+		if (spinner < 0)
+			spinner = i;
+	}
+	if (spinner >= 0)
+		last_boost[vm] = spinner;
+	return spinner;
+}
+
+static int directed_init(struct sched_core *c)
+{
+	int *lb = malloc(sizeof(int) * (size_t)c->nvms);
+	if (!lb)
+		return -1;
+	for (int i = 0; i < c->nvms; i++)
+		lb[i] = c->nvcpus - 1; /* first rotation starts at vCPU 0 */
+	c->pstate = lb;
+	return 0;
+}
+
+static void directed_fini(struct sched_core *c)
+{
+	free(c->pstate);
+	c->pstate = NULL;
+}
+
+static int directed_on_spin(struct sched_core *c, int v, int target, uint64_t now)
+{
+	(void)now;
+	if (target >= 0 && c->v[target].state == SCHED_RUNNABLE &&
+	    c->v[target].vm == c->v[v].vm)
+		return target;
+	return sched_directed_candidate(c, v, c->pstate);
+}
+
+const struct sched_policy sched_policy_directed = {
+	.name = "directed",
+	.help = "a spinner gives its slot to a preempted, non-spinning vCPU of its VM",
+	.init = directed_init,
+	.fini = directed_fini,
+	.on_spin = directed_on_spin,
+};
+
+/* `holder`: trust the guest's named target. If it is running already, keep
+ * spinning (the lock will come soon); only with no name fall back to
+ * directed. */
+static int holder_on_spin(struct sched_core *c, int v, int target, uint64_t now)
+{
+	(void)now;
+	if (target >= 0 && c->v[target].vm == c->v[v].vm) {
+		if (c->v[target].state == SCHED_RUNNABLE)
+			return target;
+		if (c->v[target].state == SCHED_RUNNING)
+			return -1;
+	}
+	return sched_directed_candidate(c, v, c->pstate);
+}
+
+const struct sched_policy sched_policy_holder = {
+	.name = "holder",
+	.help = "a spinner gives its slot to the vCPU the guest names (else as directed)",
+	.init = directed_init,
+	.fini = directed_fini,
+	.on_spin = holder_on_spin,
+};

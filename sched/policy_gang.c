@@ -1,0 +1,185 @@
+/*
+ * Gang scheduling: the vCPUs of a VM run together or not at all.
+ *
+ * Slots are handed out VM by VM. A "set" of VMs owns the slots for one
+ * slice: starting at a rotating VM, whole VMs are added while their live
+ * (not DONE) vCPU counts fit in the M slots; the first VM that did not fit
+ * leads the next set, so every VM gets its turn. A set changes only at a
+ * slice boundary (or at once when nothing in it is runnable), and it is a
+ * barrier: no vCPU of the new set is granted until every vCPU of the old one
+ * has left its slot, so the whole new set starts in one step.
+ *
+ * Slots of a set member that waits or halts stay empty: filling them with
+ * another VM would break the all-or-nothing promise when the member wakes.
+ *
+ * A VM with more live vCPUs than slots cannot run whole. It then runs alone,
+ * as many of its vCPUs as fit, round robin among them at slice ends; that
+ * is the only case where part of a VM runs.
+ */
+#include <stdlib.h>
+
+#include "sched/policy.h"
+
+struct gang {
+	bool have_set, oversize;
+	int next_vm;
+	uint64_t start;
+	bool *in_set;
+	int *live, *want; /* scratch, per VM */
+};
+
+static void count(const struct sched_core *c, struct gang *g)
+{
+	for (int vm = 0; vm < c->nvms; vm++)
+		g->live[vm] = g->want[vm] = 0;
+	for (int v = 0; v < c->nvcpus; v++) {
+		enum sched_vstate s = c->v[v].state;
+		if (s != SCHED_DONE)
+			g->live[c->v[v].vm]++;
+		if (s == SCHED_RUNNING || s == SCHED_RUNNABLE)
+			g->want[c->v[v].vm]++;
+	}
+}
+
+static void compute_set(struct sched_core *c, struct gang *g, uint64_t now)
+{
+	count(c, g);
+	int total = 0, first = -1, next = -1;
+	g->oversize = false;
+	for (int k = 0; k < c->nvms; k++) {
+		int vm = (g->next_vm + k) % c->nvms;
+		g->in_set[vm] = false;
+		if (!g->want[vm])
+			continue;
+		if (first < 0) {
+			first = vm;
+			total = g->live[vm];
+			g->oversize = total > c->nslots;
+			g->in_set[vm] = true;
+		} else if (!g->oversize && total + g->live[vm] <= c->nslots) {
+			total += g->live[vm];
+			g->in_set[vm] = true;
+		} else if (next < 0) {
+			next = vm;
+		}
+	}
+	if (next >= 0)
+		g->next_vm = next;
+	else if (first >= 0)
+		g->next_vm = (first + 1) % c->nvms;
+	g->start = now;
+	g->have_set = true;
+}
+
+/* Is there a runnable VM outside the set / inside it? */
+static void wants(const struct sched_core *c, struct gang *g, bool *out, bool *in)
+{
+	count(c, g);
+	*out = *in = false;
+	for (int vm = 0; vm < c->nvms; vm++) {
+		if (g->want[vm] && g->in_set[vm])
+			*in = true;
+		else if (g->want[vm])
+			*out = true;
+	}
+}
+
+static int gang_init(struct sched_core *c)
+{
+	struct gang *g = calloc(1, sizeof(*g));
+	if (!g)
+		return -1;
+	g->in_set = calloc((size_t)c->nvms, sizeof(bool));
+	g->live = calloc((size_t)c->nvms, sizeof(int));
+	g->want = calloc((size_t)c->nvms, sizeof(int));
+	c->pstate = g;
+	if (!g->in_set || !g->live || !g->want)
+		return -1;
+	return 0;
+}
+
+static void gang_fini(struct sched_core *c)
+{
+	struct gang *g = c->pstate;
+	if (g) {
+		free(g->in_set);
+		free(g->live);
+		free(g->want);
+		free(g);
+	}
+	c->pstate = NULL;
+}
+
+static void gang_tick(struct sched_core *c, uint64_t now)
+{
+	struct gang *g = c->pstate;
+	if (!g->have_set) {
+		compute_set(c, g, now);
+		return;
+	}
+	bool out, in;
+	wants(c, g, &out, &in);
+	if (!out || (in && now - g->start < c->slice_ns))
+		return;
+	compute_set(c, g, now);
+	for (int s = 0; s < c->nslots; s++) {
+		int v = c->slot[s].vcpu;
+		if (v >= 0 && !g->in_set[c->v[v].vm])
+			sched_core_request_preempt(c, v, now);
+	}
+}
+
+static uint64_t gang_deadline(const struct sched_core *c)
+{
+	struct gang *g = c->pstate;
+	if (!g->have_set)
+		return c->last_now;
+	bool out, in;
+	wants(c, g, &out, &in);
+	if (!out)
+		return UINT64_MAX;
+	return in ? g->start + c->slice_ns : c->last_now;
+}
+
+static int gang_pick_next(struct sched_core *c, int slot, uint64_t now)
+{
+	(void)slot;
+	struct gang *g = c->pstate;
+	if (!g->have_set)
+		compute_set(c, g, now);
+	for (int s = 0; s < c->nslots; s++) {
+		int v = c->slot[s].vcpu;
+		if (v >= 0 && !g->in_set[c->v[v].vm])
+			return -1; /* the old set has not left yet */
+	}
+	SCHED_FOR_EACH_QUEUED(c, it)
+		if (g->in_set[c->v[it].vm])
+			return it;
+	return -1;
+}
+
+static enum sched_slice_verdict gang_on_slice_end(struct sched_core *c, int v,
+						  uint64_t now)
+{
+	(void)now;
+	struct gang *g = c->pstate;
+	if (!g->in_set[c->v[v].vm])
+		return SCHED_SLICE_PREEMPT;
+	if (g->oversize) {
+		SCHED_FOR_EACH_QUEUED(c, it)
+			if (g->in_set[c->v[it].vm])
+				return SCHED_SLICE_PREEMPT;
+	}
+	return SCHED_SLICE_CONTINUE; /* set changes are gang_tick's job */
+}
+
+const struct sched_policy sched_policy_gang = {
+	.name = "gang",
+	.help = "all vCPUs of a VM run together or not at all (several VMs)",
+	.init = gang_init,
+	.fini = gang_fini,
+	.tick = gang_tick,
+	.deadline = gang_deadline,
+	.pick_next = gang_pick_next,
+	.on_slice_end = gang_on_slice_end,
+};

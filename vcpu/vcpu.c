@@ -1,0 +1,293 @@
+#include "vcpu/vcpu.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vcpu/x86_cpuid.h"
+
+static void kick_handler(int sig)
+{
+	(void)sig; /* its only job is to make KVM_RUN return -EINTR */
+}
+
+int vcpu_signals_init(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = kick_handler;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0)
+		return -errno;
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, VCPU_KICK_SIGNAL);
+	return -pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+const char *vcpu_end_name(enum vcpu_end e)
+{
+	static const char *const n[] = { "running", "exited", "halted", "faulted", "stopped" };
+	return e <= VCPU_STOPPED ? n[e] : "?";
+}
+
+int vcpu_create(struct vcpu *v, unsigned id, struct vcpu_env *env)
+{
+	memset(v, 0, sizeof(*v));
+	v->id = id;
+	v->env = env;
+	v->fd = ioctl(env->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
+	if (v->fd < 0)
+		return -errno;
+	v->run = mmap(NULL, (size_t)env->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+	if (v->run == MAP_FAILED) {
+		v->run = NULL;
+		return -errno;
+	}
+	struct kvm_cpuid2 *cpuid = x86_cpuid_for_vcpu(env->supported_cpuid, id);
+	if (!cpuid)
+		return -ENOMEM;
+	int r = ioctl(v->fd, KVM_SET_CPUID2, cpuid) < 0 ? -errno : 0;
+	free(cpuid);
+	if (r)
+		return r;
+	r = x86_boot_set_vcpu(v->fd, &env->boot, id);
+	if (r)
+		return r;
+	int khz = ioctl(v->fd, KVM_GET_TSC_KHZ, 0);
+	v->tsc_khz = khz > 0 ? (uint64_t)khz : 0;
+	if (env->sync_regs)
+		v->run->kvm_valid_regs = KVM_SYNC_X86_REGS;
+	return 0;
+}
+
+/* Registers for the report; only the vCPU's own thread may ask (it is not in KVM_RUN). */
+static void capture_regs(struct vcpu *v)
+{
+	v->regs_valid = ioctl(v->fd, KVM_GET_REGS, &v->regs) == 0 &&
+			ioctl(v->fd, KVM_GET_SREGS, &v->sregs) == 0;
+}
+
+static void end_vcpu(struct vcpu *v, enum vcpu_end how, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void end_vcpu(struct vcpu *v, enum vcpu_end how, const char *fmt, ...)
+{
+	v->end = how;
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(v->fault, sizeof(v->fault), fmt, ap);
+		va_end(ap);
+	}
+	if (how != VCPU_EXITED)
+		capture_regs(v);
+}
+
+static void handle_io(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+	bool is_write = run->io.direction == KVM_EXIT_IO_OUT;
+	v->exits.io++;
+	for (uint32_t i = 0; i < run->io.count; i++, data += run->io.size) {
+		int r = io_bus_access(v->env->pio, v->id, run->io.port, data, run->io.size, is_write);
+		/* Unclaimed ports behave like an empty ISA bus, as on real PCs. */
+		if (r < 0 && !is_write)
+			memset(data, 0xff, run->io.size);
+	}
+}
+
+static bool read_hc_args(struct vcpu *v, uint64_t args[4])
+{
+	struct kvm_regs regs, *r = &regs;
+	if (v->env->sync_regs)
+		r = &v->run->s.regs.regs;
+	else if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0)
+		return false;
+	args[0] = r->rdi;
+	args[1] = r->rsi;
+	args[2] = r->rdx;
+	args[3] = r->rcx;
+	return true;
+}
+
+/* Returns false when the vCPU must end. */
+static bool handle_mmio(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	uint64_t addr = run->mmio.phys_addr;
+	unsigned len = run->mmio.len;
+
+	if (addr >= VMM_HC_BASE && addr - VMM_HC_BASE < VMM_HC_SIZE) {
+		v->exits.hypercall++;
+		uint64_t off = addr - VMM_HC_BASE, args[4];
+		int64_t ret;
+		if (run->mmio.is_write || len != 8 || (off & 7)) {
+			atomic_fetch_add(&v->env->hc->errors, 1);
+			ret = -VMM_EINVAL;
+		} else if (!read_hc_args(v, args)) {
+			end_vcpu(v, VCPU_FAULTED, "cannot read registers for hypercall: %s", strerror(errno));
+			return false;
+		} else {
+			struct hc_result res = hc_dispatch(v->env->hc, v->id, off / 8, args);
+			if (res.exit_vcpu) {
+				v->exit_status = res.exit_status;
+				end_vcpu(v, VCPU_EXITED, NULL);
+				return false;
+			}
+			ret = res.ret;
+		}
+		if (!run->mmio.is_write)
+			memcpy(run->mmio.data, &ret, len < 8 ? len : 8);
+		return true;
+	}
+
+	v->exits.mmio++;
+	if (io_bus_access(v->env->mmio, v->id, addr, run->mmio.data, len, run->mmio.is_write) == -ENOENT) {
+		end_vcpu(v, VCPU_FAULTED, "%s of %u bytes at unmapped guest address 0x%llx",
+			 run->mmio.is_write ? "write" : "read", len, (unsigned long long)addr);
+		return false;
+	}
+	return true;
+}
+
+/* One exit; false when the vCPU must end. */
+static bool handle_exit(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	v->exits.total++;
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		handle_io(v);
+		return true;
+	case KVM_EXIT_MMIO:
+		return handle_mmio(v);
+	case KVM_EXIT_HLT:
+		v->exits.hlt++;
+		/* No interrupt controller serves direct-entry guests: a HLT is forever. */
+		end_vcpu(v, VCPU_HALTED, NULL);
+		return false;
+	case KVM_EXIT_SHUTDOWN:
+		v->exits.other++;
+		end_vcpu(v, VCPU_FAULTED, "shutdown (triple fault)");
+		return false;
+	case KVM_EXIT_FAIL_ENTRY:
+		v->exits.other++;
+		end_vcpu(v, VCPU_FAULTED, "VM entry failed, hardware reason 0x%llx",
+			 (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		return false;
+	case KVM_EXIT_INTERNAL_ERROR:
+		v->exits.other++;
+		end_vcpu(v, VCPU_FAULTED, "KVM internal error, suberror %u%s", run->internal.suberror,
+			 run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION ? " (instruction emulation failed)" : "");
+		return false;
+	case KVM_EXIT_SYSTEM_EVENT:
+		v->exits.other++;
+		end_vcpu(v, VCPU_STOPPED, "system event %u", run->system_event.type);
+		return false;
+	default:
+		v->exits.other++;
+		end_vcpu(v, VCPU_FAULTED, "unhandled KVM exit reason %u", run->exit_reason);
+		return false;
+	}
+}
+
+/* A kick left pending by a sender must not end the next KVM_RUN for nothing. */
+static void drain_kick(void)
+{
+	sigset_t set;
+	struct timespec zero = { 0, 0 };
+	sigemptyset(&set);
+	sigaddset(&set, VCPU_KICK_SIGNAL);
+	while (sigtimedwait(&set, NULL, &zero) > 0)
+		;
+}
+
+static int set_run_sigmask(struct vcpu *v)
+{
+	sigset_t cur;
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	sigdelset(&cur, VCPU_KICK_SIGNAL);
+	/* The kernel's sigset is 8 bytes on x86-64; glibc's sigset_t is larger. */
+	struct {
+		struct kvm_signal_mask m;
+		uint8_t set[8];
+	} km;
+	km.m.len = 8;
+	memcpy(km.set, &cur, 8);
+	return ioctl(v->fd, KVM_SET_SIGNAL_MASK, &km) < 0 ? -errno : 0;
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *v = arg;
+	char name[16];
+	snprintf(name, sizeof(name), "vcpu%u", v->id);
+	pthread_setname_np(pthread_self(), name);
+
+	int r = set_run_sigmask(v);
+	if (r) {
+		end_vcpu(v, VCPU_FAULTED, "KVM_SET_SIGNAL_MASK: %s", strerror(-r));
+		goto out;
+	}
+	for (;;) {
+		if (atomic_load_explicit(v->env->stop, memory_order_acquire)) {
+			end_vcpu(v, VCPU_STOPPED, NULL);
+			break;
+		}
+		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				v->exits.total++;
+				v->exits.intr++;
+				drain_kick();
+				continue;
+			}
+			end_vcpu(v, VCPU_FAULTED, "KVM_RUN: %s", strerror(errno));
+			break;
+		}
+		if (!handle_exit(v))
+			break;
+	}
+out:
+	v->env->ended(v->env->opaque, v);
+	return NULL;
+}
+
+int vcpu_start(struct vcpu *v)
+{
+	int r = pthread_create(&v->thread, NULL, vcpu_thread, v);
+	if (r)
+		return -r;
+	v->thread_started = true;
+	return 0;
+}
+
+void vcpu_kick(struct vcpu *v)
+{
+	if (v->thread_started)
+		pthread_kill(v->thread, VCPU_KICK_SIGNAL);
+}
+
+void vcpu_join(struct vcpu *v)
+{
+	if (v->thread_started)
+		pthread_join(v->thread, NULL);
+	v->thread_started = false;
+}
+
+void vcpu_destroy(struct vcpu *v)
+{
+	if (v->run)
+		munmap(v->run, (size_t)v->env->run_size);
+	if (v->fd > 0)
+		close(v->fd);
+	v->run = NULL;
+	v->fd = -1;
+}

@@ -1,0 +1,81 @@
+/*
+ * One thread per vCPU running the KVM_RUN loop and dispatching its exits.
+ * A vCPU is forced out of KVM_RUN by VCPU_KICK_SIGNAL, which is blocked in
+ * every thread except while that vCPU is inside KVM_RUN (KVM_SET_SIGNAL_MASK):
+ * a kick sent while the thread is outside stays pending and ends the next
+ * KVM_RUN at once, so no kick is ever lost.
+ */
+#ifndef VMM_VCPU_H
+#define VMM_VCPU_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "devices/io_bus.h"
+#include "hypercalls/hypercalls.h"
+#include "vcpu/x86_boot.h"
+
+#define VCPU_KICK_SIGNAL (SIGRTMIN + 0)
+
+enum vcpu_end {
+	VCPU_RUNNING = 0,
+	VCPU_EXITED,  /* the guest said exit (hypercall) */
+	VCPU_HALTED,  /* HLT with interrupts off: this vCPU will never run again */
+	VCPU_FAULTED, /* shutdown, emulation failure, bad access: see fault */
+	VCPU_STOPPED, /* the VMM stopped it (timeout, signal, another vCPU's fault) */
+};
+
+struct vcpu_exit_counts {
+	uint64_t total, io, mmio, hypercall, hlt, intr, other;
+};
+
+struct vcpu;
+
+/* What every vCPU thread shares: the VM, its buses, and how to say "I ended". */
+struct vcpu_env {
+	int vm_fd;
+	int run_size;
+	bool sync_regs;
+	const struct kvm_cpuid2 *supported_cpuid;
+	struct x86_boot boot;
+	struct io_bus *pio;
+	struct io_bus *mmio;
+	struct hc_vm *hc;
+	atomic_int *stop; /* non-zero: every vCPU leaves KVM_RUN and ends */
+	void (*ended)(void *opaque, struct vcpu *v);
+	void (*guest_exit)(void *opaque, unsigned vcpu, uint32_t status);
+	void *opaque;
+};
+
+struct vcpu {
+	unsigned id;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	bool thread_started;
+	struct vcpu_env *env;
+	uint64_t tsc_khz;
+
+	enum vcpu_end end;
+	uint32_t exit_status;
+	char fault[160];
+	struct vcpu_exit_counts exits;
+	bool regs_valid; /* regs/sregs captured when the vCPU ended abnormally */
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+};
+
+/* Blocks VCPU_KICK_SIGNAL in the calling thread and installs its handler; call before any thread. */
+int vcpu_signals_init(void);
+int vcpu_create(struct vcpu *v, unsigned id, struct vcpu_env *env);
+int vcpu_start(struct vcpu *v);
+void vcpu_kick(struct vcpu *v);
+void vcpu_join(struct vcpu *v);
+void vcpu_destroy(struct vcpu *v);
+const char *vcpu_end_name(enum vcpu_end e);
+
+#endif

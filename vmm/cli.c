@@ -1,0 +1,171 @@
+#include "vmm/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "vmm/parse.h"
+#include "vmm/workloads.h"
+
+/* Large enough for any real guest, small enough to catch typos like -m 4T. */
+#define MEM_MIN (4ull << 20)
+#define MEM_MAX (1ull << 40)
+/* Unless told, a guest gets its duration plus a margin for boot and report. */
+#define TIMEOUT_AUTO UINT64_MAX
+#define TIMEOUT_MARGIN_MS 30000
+
+void vm_config_defaults(struct vm_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->ncpus = 2;
+	cfg->mem_bytes = 128ull << 20;
+	cfg->workload = "lockbench";
+	cfg->lock = "ticket";
+	cfg->cs_cycles = 1000;   /* ~0.5 µs at 2 GHz */
+	cfg->work_cycles = 10000; /* ~5 µs */
+	cfg->spin_threshold = 4096;
+	cfg->duration_ms = 2000;
+	cfg->timeout_ms = TIMEOUT_AUTO;
+}
+
+void cli_print_run_usage(FILE *out)
+{
+	char w[128], l[128];
+	fprintf(out,
+		"usage: vmm run [options]\n"
+		"  -c, --cpus N            vCPUs (default 2)\n"
+		"  -m, --mem SIZE          guest RAM: MiB, or with K/M/G suffix (default 128M)\n"
+		"      --firmware FILE     boot this x86-64 ELF instead of the bundled guest\n"
+		"      --workload NAME     %s (default lockbench)\n"
+		"      --lock KIND         %s (default ticket)\n"
+		"      --cs-cycles N       TSC cycles inside the critical section (default 1000)\n"
+		"      --work-cycles N     TSC cycles of private work per acquisition (default 10000)\n"
+		"      --spin-threshold N  spins before a PV lock waits (default 4096)\n"
+		"      --duration T        measured run time: 2, 2s, 500ms (default 2s)\n"
+		"      --timeout T         stop a guest that runs longer, 0 = never (default duration + 30s)\n"
+		"      --json FILE         also write the report as JSON\n"
+		"  -q, --quiet             do not echo the guest console\n"
+		"  -h, --help              this text\n",
+		vmm_name_list(vmm_workload_names, w, sizeof(w)),
+		vmm_name_list(vmm_lock_names, l, sizeof(l)));
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+enum {
+	OPT_FIRMWARE = 256, OPT_WORKLOAD, OPT_LOCK, OPT_CS, OPT_WORK, OPT_SPIN,
+	OPT_DURATION, OPT_TIMEOUT, OPT_JSON,
+};
+
+static const struct option run_opts[] = {
+	{ "cpus", required_argument, 0, 'c' },
+	{ "mem", required_argument, 0, 'm' },
+	{ "firmware", required_argument, 0, OPT_FIRMWARE },
+	{ "workload", required_argument, 0, OPT_WORKLOAD },
+	{ "lock", required_argument, 0, OPT_LOCK },
+	{ "cs-cycles", required_argument, 0, OPT_CS },
+	{ "work-cycles", required_argument, 0, OPT_WORK },
+	{ "spin-threshold", required_argument, 0, OPT_SPIN },
+	{ "duration", required_argument, 0, OPT_DURATION },
+	{ "timeout", required_argument, 0, OPT_TIMEOUT },
+	{ "json", required_argument, 0, OPT_JSON },
+	{ "quiet", no_argument, 0, 'q' },
+	{ "help", no_argument, 0, 'h' },
+	{ 0, 0, 0, 0 },
+};
+
+static int parse_u32_opt(const char *name, const char *arg, uint64_t min, uint64_t max,
+			 uint32_t *out, char *err, size_t errlen)
+{
+	uint64_t v;
+	if (parse_u64(arg, min, max, &v))
+		return fail(err, errlen, "%s: '%s' is not a whole number from %llu to %llu", name,
+			    arg, (unsigned long long)min, (unsigned long long)max);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_t errlen)
+{
+	uint64_t v;
+	char names[128];
+	int c, r;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:m:qh", run_opts, NULL)) != -1) {
+		const char *arg = optarg;
+		switch (c) {
+		case 'c':
+			if (parse_u32_opt("--cpus", arg, 1, 4096, &cfg->ncpus, err, errlen))
+				return -EINVAL;
+			break;
+		case 'm':
+			if (parse_size(arg, &v))
+				return fail(err, errlen, "--mem: '%s' is not a size (e.g. 256, 128M, 1G)", arg);
+			if (v < MEM_MIN || v > MEM_MAX)
+				return fail(err, errlen, "--mem: %s is outside 4M..1T", arg);
+			cfg->mem_bytes = (v + (2ull << 20) - 1) & ~((2ull << 20) - 1); /* KVM wants whole pages; 2M keeps huge pages */
+			break;
+		case OPT_FIRMWARE: cfg->firmware_path = arg; break;
+		case OPT_WORKLOAD:
+			if (!vmm_name_in(vmm_workload_names, arg))
+				return fail(err, errlen, "--workload: unknown workload '%s' (known: %s)", arg,
+					    vmm_name_list(vmm_workload_names, names, sizeof(names)));
+			cfg->workload = arg;
+			break;
+		case OPT_LOCK:
+			if (!vmm_name_in(vmm_lock_names, arg))
+				return fail(err, errlen, "--lock: unknown lock kind '%s' (known: %s)", arg,
+					    vmm_name_list(vmm_lock_names, names, sizeof(names)));
+			cfg->lock = arg;
+			break;
+		case OPT_CS:
+			r = parse_u32_opt("--cs-cycles", arg, 0, 1000000000, &cfg->cs_cycles, err, errlen);
+			if (r)
+				return r;
+			break;
+		case OPT_WORK:
+			r = parse_u32_opt("--work-cycles", arg, 0, 1000000000, &cfg->work_cycles, err, errlen);
+			if (r)
+				return r;
+			break;
+		case OPT_SPIN:
+			r = parse_u32_opt("--spin-threshold", arg, 1, 1u << 30, &cfg->spin_threshold, err, errlen);
+			if (r)
+				return r;
+			break;
+		case OPT_DURATION:
+			if (parse_time_ms(arg, &v) || v == 0 || v > 3600000)
+				return fail(err, errlen, "--duration: '%s' is not a time from 1ms to 1h (e.g. 2s, 500ms)", arg);
+			cfg->duration_ms = (uint32_t)v;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_time_ms(arg, &v))
+				return fail(err, errlen, "--timeout: '%s' is not a time (e.g. 60s, 0 for none)", arg);
+			cfg->timeout_ms = v;
+			break;
+		case OPT_JSON: cfg->json_path = arg; break;
+		case 'q': cfg->quiet = true; break;
+		case 'h': return CLI_HELP;
+		case ':': return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+		default: return fail(err, errlen, "unknown option '%s' (see vmm run --help)", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return fail(err, errlen, "unexpected argument '%s' (see vmm run --help)", argv[optind]);
+	if (cfg->timeout_ms == TIMEOUT_AUTO)
+		cfg->timeout_ms = 2ull * cfg->duration_ms + TIMEOUT_MARGIN_MS;
+	else if (cfg->timeout_ms && cfg->timeout_ms <= cfg->duration_ms && !cfg->firmware_path)
+		return fail(err, errlen, "--timeout (%llums) must be longer than --duration (%ums)",
+			    (unsigned long long)cfg->timeout_ms, cfg->duration_ms);
+	return CLI_OK;
+}

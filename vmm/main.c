@@ -1,0 +1,94 @@
+/* vmm: the command line. Only this file exits the process. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vcpu/vcpu.h"
+#include "vmm/cli.h"
+#include "vmm/errors.h"
+#include "vmm/kvm.h"
+#include "vmm/report.h"
+#include "vmm/vm.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: vmm <command> [options]\n"
+		"  run        boot a guest (default: the bundled lock benchmark)\n"
+		"  version    print the version\n"
+		"  help       this text; `vmm run --help` for run's options\n");
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct vm_config cfg;
+	char err[256];
+	vm_config_defaults(&cfg);
+	int r = cli_parse_run(argc, argv, &cfg, err, sizeof(err));
+	if (r == CLI_HELP) {
+		cli_print_run_usage(stdout);
+		return VMM_EXIT_OK;
+	}
+	if (r < 0) {
+		fprintf(stderr, "vmm: %s\n", err);
+		return VMM_EXIT_USAGE;
+	}
+
+	r = vcpu_signals_init();
+	if (r) {
+		fprintf(stderr, "vmm: signals: %s\n", strerror(-r));
+		return VMM_EXIT_HOST_ERROR;
+	}
+	struct kvm_host kvm;
+	if (kvm_host_open(&kvm, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vmm: %s\n", err);
+		return VMM_EXIT_HOST_ERROR;
+	}
+	struct vm vm;
+	struct vm_error verr = { 0 };
+	int status;
+	if (vm_create(&vm, &kvm, &cfg, &verr) < 0) {
+		fprintf(stderr, "vmm: %s\n", verr.msg);
+		status = verr.status;
+	} else {
+		status = vm_run(&vm);
+		struct run_summary sum;
+		report_summarize(&vm, status, &sum);
+		fflush(stdout);
+		report_print(stdout, &vm, &sum);
+		report_print_fault(stderr, &vm, &sum);
+		if (cfg.json_path) {
+			r = report_write_json(cfg.json_path, &vm, &sum);
+			if (r) {
+				fprintf(stderr, "vmm: --json %s: %s\n", cfg.json_path, strerror(-r));
+				if (status == VMM_EXIT_OK)
+					status = VMM_EXIT_HOST_ERROR;
+			}
+		}
+	}
+	vm_destroy(&vm);
+	kvm_host_close(&kvm);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return VMM_EXIT_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+		printf("vmm %s (hypercall ABI %u)\n", VMM_VERSION, VMM_ABI_VERSION);
+		return VMM_EXIT_OK;
+	}
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+		usage(stdout);
+		return VMM_EXIT_OK;
+	}
+	fprintf(stderr, "vmm: unknown command '%s' (try vmm help)\n", cmd);
+	return VMM_EXIT_USAGE;
+}

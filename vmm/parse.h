@@ -1,0 +1,14 @@
+/* Parsers for command-line values; each returns 0 or -EINVAL/-ERANGE. */
+#ifndef VMM_PARSE_H
+#define VMM_PARSE_H
+
+#include <stdint.h>
+
+/* "512" (MiB, as lkvm), "64K", "128M", "2G", "1GiB". */
+int parse_size(const char *s, uint64_t *out);
+/* Decimal integer within [min, max]. */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* "2" or "2s" (seconds), "1.5s", "250ms"; result in milliseconds. */
+int parse_time_ms(const char *s, uint64_t *out_ms);
+
+#endif

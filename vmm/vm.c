@@ -1,0 +1,241 @@
+#include "vmm/vm.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "vmm/errors.h"
+#include "vmm/fdt_build.h"
+#include "vmm/file.h"
+
+#define IMAGE_MAX (256u << 20)
+
+extern const uint8_t vmm_firmware_start[], vmm_firmware_end[];
+
+static int fail(struct vm_error *err, int status, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	err->status = status;
+	return code;
+}
+
+void vm_request_stop(struct vm *vm, enum vm_stop why, int vcpu, uint32_t guest_status)
+{
+	int none = VM_STOP_NONE;
+	if (atomic_compare_exchange_strong(&vm->stop, &none, (int)why)) {
+		atomic_store(&vm->stop_vcpu, vcpu);
+		atomic_store(&vm->guest_status, guest_status);
+	}
+	uint64_t one = 1;
+	if (write(vm->wake_fd, &one, sizeof(one)) < 0) {
+		/* the counter cannot overflow in practice; nothing else to do */
+	}
+}
+
+static void console_out(void *opaque, const char *buf, unsigned len)
+{
+	const struct vm *vm = opaque;
+	if (vm->cfg->quiet)
+		return;
+	while (len) {
+		ssize_t n = write(STDOUT_FILENO, buf, len);
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (unsigned)n;
+	}
+}
+
+static void uart_out(void *opaque, const char *buf, unsigned len)
+{
+	console_out(opaque, buf, len);
+}
+
+static void on_debug_exit(void *opaque, unsigned vcpu, uint32_t status)
+{
+	vm_request_stop(opaque, VM_STOP_GUEST_EXIT, (int)vcpu, status);
+}
+
+static void on_vcpu_ended(void *opaque, struct vcpu *v)
+{
+	struct vm *vm = opaque;
+	/* A vCPU's failure ends the VM: its siblings would wait on it forever. */
+	if (v->end == VCPU_FAULTED)
+		vm_request_stop(vm, VM_STOP_FAULT, (int)v->id, 0);
+	else if (v->end == VCPU_EXITED && v->exit_status)
+		vm_request_stop(vm, VM_STOP_GUEST_EXIT, (int)v->id, v->exit_status);
+	atomic_fetch_add(&vm->ended, 1);
+	uint64_t one = 1;
+	if (write(vm->wake_fd, &one, sizeof(one)) < 0) {
+		/* see vm_request_stop */
+	}
+}
+
+static int load_image(struct vm *vm, struct vm_error *err)
+{
+	const struct vm_config *cfg = vm->cfg;
+	const uint8_t *img = vmm_firmware_start;
+	size_t len = (size_t)(vmm_firmware_end - vmm_firmware_start);
+	uint8_t *file = NULL;
+	char why[200];
+
+	if (cfg->firmware_path) {
+		int r = read_whole_file(cfg->firmware_path, IMAGE_MAX, &file, &len);
+		if (r)
+			return fail(err, VMM_EXIT_USAGE, r, "--firmware %s: %s", cfg->firmware_path,
+				    r == -EFBIG ? "larger than 256 MiB" : strerror(-r));
+		img = file;
+	}
+	int r = elf_validate(img, len, vm->layout.reserved_base, &vm->image, why, sizeof(why));
+	if (r == -EFBIG)
+		r = fail(err, VMM_EXIT_USAGE, r, "%s: %s; give the guest more memory with -m",
+			 cfg->firmware_path ? cfg->firmware_path : "bundled firmware", why);
+	else if (r)
+		r = fail(err, VMM_EXIT_USAGE, r, "%s: %s", cfg->firmware_path ? cfg->firmware_path : "bundled firmware", why);
+	else
+		elf_copy_segments(img, vm->mem);
+	free(file);
+	return r;
+}
+
+static int setup_devices(struct vm *vm)
+{
+	uart8250_init(&vm->uart, uart_out, vm);
+	vm->dbg = (struct debug_exit){ on_debug_exit, vm };
+	int r = io_bus_register(&vm->pio, UART_COM1_BASE, UART_NREGS, uart8250_io, &vm->uart, "uart8250");
+	if (!r)
+		r = io_bus_register(&vm->pio, VMM_DEBUG_EXIT_PORT, 4, debug_exit_io, &vm->dbg, "debug-exit");
+	return r;
+}
+
+static int setup_memory(struct vm *vm, struct vm_error *err)
+{
+	const struct vm_config *cfg = vm->cfg;
+	if (layout_compute(cfg->mem_bytes, cfg->ncpus, &vm->layout))
+		return fail(err, VMM_EXIT_USAGE, -EINVAL,
+			    "--mem: %lluM is not enough for %u vCPUs (or above the 3G supported)",
+			    (unsigned long long)(cfg->mem_bytes >> 20), cfg->ncpus);
+	vm->mem = mmap(NULL, cfg->mem_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (vm->mem == MAP_FAILED) {
+		vm->mem = NULL;
+		return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "cannot allocate %lluM of guest memory: %s",
+			    (unsigned long long)(cfg->mem_bytes >> 20), strerror(errno));
+	}
+	madvise(vm->mem, cfg->mem_bytes, MADV_HUGEPAGE);
+	struct kvm_userspace_memory_region region = {
+		.slot = 0, .guest_phys_addr = 0, .memory_size = cfg->mem_bytes,
+		.userspace_addr = (uint64_t)(uintptr_t)vm->mem,
+	};
+	if (ioctl(vm->fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
+		return fail(err, VMM_EXIT_HOST_ERROR, -errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
+	return 0;
+}
+
+/* The guest's device tree, and the shared pages stamped with their owner. */
+static int setup_guest_data(struct vm *vm, struct vm_error *err)
+{
+	struct fdt_guest_info info = { vm->cfg, &vm->layout, vm->tsc_hz, 0 };
+	int r = fdt_build(vm->mem + vm->layout.fdt_gpa, LAYOUT_FDT_MAX, &info);
+	if (r < 0)
+		return fail(err, VMM_EXIT_HOST_ERROR, -ENOSPC, "device tree: libfdt error %d", r);
+	for (unsigned i = 0; i < vm->cfg->ncpus; i++) {
+		struct vmm_shared_page *p = (void *)(vm->mem + vm->layout.shared_gpa + (uint64_t)i * PAGE_SIZE);
+		p->abi_version = VMM_ABI_VERSION;
+		p->vcpu_id = i;
+		p->waiting_for = -1;
+	}
+	return 0;
+}
+
+static int create_vcpus(struct vm *vm, struct vm_error *err)
+{
+	const struct vm_config *cfg = vm->cfg;
+	vm->env = (struct vcpu_env){
+		.vm_fd = vm->fd, .run_size = vm->kvm->vcpu_mmap_size, .sync_regs = vm->kvm->sync_regs,
+		.supported_cpuid = vm->kvm->supported_cpuid,
+		.boot = { .entry = vm->image.entry, .arg0 = vm->layout.fdt_gpa, .pt_gpa = vm->layout.pt_gpa,
+			  .gdt_gpa = vm->layout.gdt_gpa },
+		.pio = &vm->pio, .mmio = &vm->mmio, .hc = &vm->hc, .stop = &vm->stop,
+		.ended = on_vcpu_ended, .opaque = vm,
+	};
+	x86_boot_write_tables(vm->mem, &vm->env.boot);
+	vm->vcpus = calloc(cfg->ncpus, sizeof(*vm->vcpus));
+	if (!vm->vcpus)
+		return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+	for (unsigned i = 0; i < cfg->ncpus; i++) {
+		int r = vcpu_create(&vm->vcpus[i], i, &vm->env);
+		vm->nvcpus_created = i + 1;
+		if (r)
+			return fail(err, VMM_EXIT_HOST_ERROR, r, "cannot create vCPU %u: %s", i, strerror(-r));
+	}
+	/* All vCPUs share one TSC rate; the guest's clock is only as good as this. */
+	vm->tsc_hz = vm->vcpus[0].tsc_khz * 1000;
+	if (!vm->tsc_hz)
+		return fail(err, VMM_EXIT_HOST_ERROR, -ENOTSUP, "KVM_GET_TSC_KHZ gave no TSC frequency");
+	return 0;
+}
+
+int vm_create(struct vm *vm, struct kvm_host *kvm, const struct vm_config *cfg, struct vm_error *err)
+{
+	memset(vm, 0, sizeof(*vm));
+	vm->cfg = cfg;
+	vm->kvm = kvm;
+	vm->fd = -1;
+	vm->wake_fd = -1;
+	atomic_init(&vm->stop_vcpu, -1);
+
+	if (cfg->ncpus > kvm->max_vcpus)
+		return fail(err, VMM_EXIT_USAGE, -EINVAL, "--cpus: %u vCPUs requested, KVM allows at most %u",
+			    cfg->ncpus, kvm->max_vcpus);
+	vm->wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (vm->wake_fd < 0)
+		return fail(err, VMM_EXIT_HOST_ERROR, -errno, "eventfd: %s", strerror(errno));
+	vm->fd = ioctl(kvm->fd, KVM_CREATE_VM, 0);
+	if (vm->fd < 0)
+		return fail(err, VMM_EXIT_HOST_ERROR, -errno, "KVM_CREATE_VM: %s", strerror(errno));
+
+	int r = setup_memory(vm, err);
+	if (!r)
+		r = load_image(vm, err);
+	if (!r && setup_devices(vm))
+		r = fail(err, VMM_EXIT_HOST_ERROR, -EEXIST, "device ports overlap");
+	if (r)
+		return r;
+
+	vm->hc = (struct hc_vm){ .mem = vm->mem, .mem_size = cfg->mem_bytes, .ncpus = cfg->ncpus,
+				 .console = console_out, .opaque = vm };
+	vm->hc.reports = calloc(cfg->ncpus, sizeof(*vm->hc.reports));
+	if (!vm->hc.reports)
+		return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+	r = create_vcpus(vm, err);
+	if (!r)
+		r = setup_guest_data(vm, err);
+	return r;
+}
+
+void vm_destroy(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nvcpus_created; i++)
+		vcpu_destroy(&vm->vcpus[i]);
+	free(vm->vcpus);
+	free(vm->hc.reports);
+	if (vm->uart.out)
+		uart8250_destroy(&vm->uart);
+	if (vm->mem)
+		munmap(vm->mem, vm->cfg->mem_bytes);
+	if (vm->fd >= 0)
+		close(vm->fd);
+	if (vm->wake_fd >= 0)
+		close(vm->wake_fd);
+	memset(vm, 0, sizeof(*vm));
+	vm->fd = vm->wake_fd = -1;
+}
