@@ -95,24 +95,24 @@ static void set_state(struct sched_core *c, int v, enum sched_vstate s, uint64_t
 	struct sched_vcore *x = &c->v[v];
 	uint64_t d = now > x->state_since ? now - x->state_since : 0;
 	switch (x->state) {
-	case SCHED_RUNNING: x->st.ns_running += d; c->nrunning--; break;
-	case SCHED_RUNNABLE: x->st.ns_runnable += d; c->nrunnable--; q_remove(c, v); break;
-	case SCHED_WAITING: x->st.ns_waiting += d; break;
-	case SCHED_IDLE: x->st.ns_idle += d; break;
-	case SCHED_DONE: break;
+	case SCHED_ST_RUNNING: x->st.ns_running += d; c->nrunning--; break;
+	case SCHED_ST_RUNNABLE: x->st.ns_runnable += d; c->nrunnable--; q_remove(c, v); break;
+	case SCHED_ST_WAITING: x->st.ns_waiting += d; break;
+	case SCHED_ST_IDLE: x->st.ns_idle += d; break;
+	case SCHED_ST_DONE: break;
 	}
 	x->state = s;
 	x->state_since = now;
 	static const enum sched_trace_ev tr[] = {
-		[SCHED_RUNNING] = SCHED_TR_GRANT, [SCHED_RUNNABLE] = SCHED_TR_RUNNABLE,
-		[SCHED_WAITING] = SCHED_TR_WAITING, [SCHED_IDLE] = SCHED_TR_IDLE,
-		[SCHED_DONE] = SCHED_TR_DONE,
+		[SCHED_ST_RUNNING] = SCHED_TR_GRANT, [SCHED_ST_RUNNABLE] = SCHED_TR_RUNNABLE,
+		[SCHED_ST_WAITING] = SCHED_TR_WAITING, [SCHED_ST_IDLE] = SCHED_TR_IDLE,
+		[SCHED_ST_DONE] = SCHED_TR_DONE,
 	};
-	if (s == SCHED_RUNNING)
+	if (s == SCHED_ST_RUNNING)
 		c->nrunning++;
-	else if (s == SCHED_RUNNABLE)
+	else if (s == SCHED_ST_RUNNABLE)
 		c->nrunnable++;
-	trace(c, tr[s], v, s == SCHED_RUNNING ? x->slot : -1, now);
+	trace(c, tr[s], v, s == SCHED_ST_RUNNING ? x->slot : -1, now);
 }
 
 static void set_preempted(struct sched_core *c, int v, bool on)
@@ -133,7 +133,7 @@ static void set_pending(struct sched_core *c, int v, bool on)
 
 static void make_runnable(struct sched_core *c, int v, bool front, uint64_t now)
 {
-	set_state(c, v, SCHED_RUNNABLE, now);
+	set_state(c, v, SCHED_ST_RUNNABLE, now);
 	q_push(c, v, front);
 }
 
@@ -148,7 +148,7 @@ static void grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t no
 	x->slot = slot;
 	x->preempt_req = false;
 	x->handoff_to = -1;
-	set_state(c, v, SCHED_RUNNING, now);
+	set_state(c, v, SCHED_ST_RUNNING, now);
 	set_pending(c, v, false);
 	set_preempted(c, v, false);
 	emit(c, SCHED_ACT_GRANT, v, slot);
@@ -165,7 +165,7 @@ static void release(struct sched_core *c, int v, int to, uint64_t now)
 	x->preempt_req = false;
 	x->handoff_to = -1;
 	set_pending(c, v, false);
-	if (to >= 0 && to != v && c->v[to].state == SCHED_RUNNABLE) {
+	if (to >= 0 && to != v && c->v[to].state == SCHED_ST_RUNNABLE) {
 		grant(c, to, slot, false, now);
 		x->st.yields_given++;
 		c->v[to].st.yields_received++;
@@ -188,7 +188,7 @@ static void fill_slots(struct sched_core *c, uint64_t now)
 		if (c->slot[s].vcpu >= 0)
 			continue;
 		int v = pick(c, s, now);
-		if (v < 0 || c->v[v].state != SCHED_RUNNABLE)
+		if (v < 0 || c->v[v].state != SCHED_ST_RUNNABLE)
 			continue;
 		grant(c, v, s, true, now);
 	}
@@ -201,9 +201,9 @@ static void check_deadlock(struct sched_core *c, uint64_t now)
 	int live = 0;
 	for (int v = 0; v < c->nvcpus; v++) {
 		const struct sched_vcore *x = &c->v[v];
-		if (x->state == SCHED_DONE)
+		if (x->state == SCHED_ST_DONE)
 			continue;
-		if (x->state != SCHED_WAITING || x->wait_deadline != UINT64_MAX ||
+		if (x->state != SCHED_ST_WAITING || x->wait_deadline != UINT64_MAX ||
 		    x->kick_pending)
 			return;
 		live++;
@@ -283,7 +283,7 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 		x->slot = x->handoff_to = -1;
 		x->qprev = x->qnext = -1;
 		x->wait_deadline = UINT64_MAX;
-		x->state = SCHED_RUNNABLE;
+		x->state = SCHED_ST_RUNNABLE;
 		c->nrunnable++;
 		q_push(c, v, false);
 	}
@@ -341,7 +341,7 @@ static void force_out(struct sched_core *c, int v, bool counted, uint64_t now)
 void sched_core_request_preempt(struct sched_core *c, int v, uint64_t now)
 {
 	struct sched_vcore *x = &c->v[v];
-	if (x->state != SCHED_RUNNING || x->preempt_req || x->preempt_pending)
+	if (x->state != SCHED_ST_RUNNING || x->preempt_req || x->preempt_pending)
 		return;
 	if (c->defer && sched_core_get_hint(c, v).in_critical) {
 		x->defer_deadline = now + c->defer_max_ns;
@@ -427,7 +427,7 @@ static void spin_event(struct sched_core *c, int v, int target, bool in_guest,
 	if (!c->pol->on_spin || c->nrunnable == 0)
 		return;
 	int to = c->pol->on_spin(c, v, target, now);
-	if (to < 0 || to == v || c->v[to].state != SCHED_RUNNABLE)
+	if (to < 0 || to == v || c->v[to].state != SCHED_ST_RUNNABLE)
 		return;
 	if (in_guest) {
 		/* It must leave guest mode first; the slot follows. */
@@ -476,7 +476,7 @@ void sched_core_tick(struct sched_core *c, uint64_t now)
 		return;
 	for (int v = 0; v < c->nvcpus; v++) {
 		struct sched_vcore *x = &c->v[v];
-		if (x->state == SCHED_WAITING && x->wait_deadline <= now) {
+		if (x->state == SCHED_ST_WAITING && x->wait_deadline <= now) {
 			x->wake_reason = -ETIMEDOUT;
 			make_runnable(c, v, false, now);
 		}
@@ -493,7 +493,7 @@ void sched_core_yield(struct sched_core *c, int v, uint64_t now)
 {
 	begin(c, now);
 	struct sched_vcore *x = &c->v[v];
-	if (x->state != SCHED_RUNNING)
+	if (x->state != SCHED_ST_RUNNING)
 		return;
 	release(c, v, x->handoff_to, now);
 	make_runnable(c, v, false, now);
@@ -506,7 +506,7 @@ void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 {
 	begin(c, now);
 	struct sched_vcore *x = &c->v[v];
-	if (x->state != SCHED_RUNNING)
+	if (x->state != SCHED_ST_RUNNING)
 		return;
 	if (x->preempt_pending || x->preempt_req) {
 		/* The guest's yield is the safe point we were waiting for. */
@@ -523,7 +523,7 @@ void sched_core_safe_point(struct sched_core *c, int v, uint64_t now)
 {
 	begin(c, now);
 	struct sched_vcore *x = &c->v[v];
-	if (x->state != SCHED_RUNNING)
+	if (x->state != SCHED_ST_RUNNING)
 		return;
 	if (x->preempt_req || (x->preempt_pending && c->nrunnable > 0))
 		sched_core_yield(c, v, now);
@@ -539,7 +539,7 @@ static int sleep_on(struct sched_core *c, int v, enum sched_vstate s,
 		x->kick_pending = false;
 		return 0;
 	}
-	if (x->state != SCHED_RUNNING)
+	if (x->state != SCHED_ST_RUNNING)
 		return 0; /* only a vCPU holding a slot can go to sleep */
 	release(c, v, -1, now);
 	x->wait_deadline = deadline;
@@ -558,21 +558,21 @@ int sched_core_wait(struct sched_core *c, int v, uint64_t timeout_ns, uint64_t n
 	c->v[v].st.waits++;
 	uint64_t dl = timeout_ns == SCHED_NO_TIMEOUT ? UINT64_MAX :
 		      (now + timeout_ns < now ? UINT64_MAX - 1 : now + timeout_ns);
-	return sleep_on(c, v, SCHED_WAITING, dl, now);
+	return sleep_on(c, v, SCHED_ST_WAITING, dl, now);
 }
 
 int sched_core_halt(struct sched_core *c, int v, uint64_t now)
 {
 	begin(c, now);
-	return sleep_on(c, v, SCHED_IDLE, UINT64_MAX, now);
+	return sleep_on(c, v, SCHED_ST_IDLE, UINT64_MAX, now);
 }
 
 static void wake(struct sched_core *c, int from, int to, uint64_t now)
 {
 	struct sched_vcore *t = &c->v[to];
-	if (t->state == SCHED_DONE)
+	if (t->state == SCHED_ST_DONE)
 		return;
-	if (t->state != SCHED_WAITING && t->state != SCHED_IDLE) {
+	if (t->state != SCHED_ST_WAITING && t->state != SCHED_ST_IDLE) {
 		t->kick_pending = true;
 		return;
 	}
@@ -581,7 +581,7 @@ static void wake(struct sched_core *c, int from, int to, uint64_t now)
 	enum sched_kick_verdict vd = c->pol->on_kick ? c->pol->on_kick(c, from, to) :
 				     SCHED_KICK_FRONT;
 	bool can_handoff = from >= 0 && from != to &&
-			   c->v[from].state == SCHED_RUNNING && !c->stopping;
+			   c->v[from].state == SCHED_ST_RUNNING && !c->stopping;
 	if (vd == SCHED_KICK_HANDOFF && can_handoff) {
 		make_runnable(c, to, true, now);
 		release(c, from, to, now);
@@ -616,11 +616,11 @@ void sched_core_done(struct sched_core *c, int v, uint64_t now)
 {
 	begin(c, now);
 	struct sched_vcore *x = &c->v[v];
-	if (x->state == SCHED_DONE)
+	if (x->state == SCHED_ST_DONE)
 		return;
-	if (x->state == SCHED_RUNNING)
+	if (x->state == SCHED_ST_RUNNING)
 		release(c, v, -1, now);
-	set_state(c, v, SCHED_DONE, now);
+	set_state(c, v, SCHED_ST_DONE, now);
 	set_preempted(c, v, false);
 	for (int i = 0; i < c->nvcpus; i++)
 		if (c->v[i].handoff_to == v)
@@ -660,11 +660,11 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 	int nout = 0;
 	for (int v = 0; v < c->nvcpus; v++) {
 		const struct sched_vcore *x = &c->v[v];
-		if (x->state == SCHED_WAITING && x->wait_deadline < d)
+		if (x->state == SCHED_ST_WAITING && x->wait_deadline < d)
 			d = x->wait_deadline;
-		if (x->state == SCHED_RUNNING && outgoing(x))
+		if (x->state == SCHED_ST_RUNNING && outgoing(x))
 			nout++;
-		if (x->state == SCHED_RUNNING && x->preempt_pending && !x->preempt_req) {
+		if (x->state == SCHED_ST_RUNNING && x->preempt_pending && !x->preempt_req) {
 			/* Poll for the guest leaving its critical section. */
 			uint64_t poll = c->last_now + c->ple_window_ns;
 			uint64_t t = poll < x->defer_deadline ? poll : x->defer_deadline;
@@ -690,7 +690,8 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 		if (t < d)
 			d = t;
 	}
-	return d;
+	/* A slice that ran out while nobody queued ends now, not in the past. */
+	return d < c->last_now ? c->last_now : d;
 }
 
 void sched_core_stats(const struct sched_core *c, int v, uint64_t now,
@@ -700,10 +701,10 @@ void sched_core_stats(const struct sched_core *c, int v, uint64_t now,
 	*out = x->st;
 	uint64_t d = now > x->state_since ? now - x->state_since : 0;
 	switch (x->state) {
-	case SCHED_RUNNING: out->ns_running += d; break;
-	case SCHED_RUNNABLE: out->ns_runnable += d; break;
-	case SCHED_WAITING: out->ns_waiting += d; break;
-	case SCHED_IDLE: out->ns_idle += d; break;
-	case SCHED_DONE: break;
+	case SCHED_ST_RUNNING: out->ns_running += d; break;
+	case SCHED_ST_RUNNABLE: out->ns_runnable += d; break;
+	case SCHED_ST_WAITING: out->ns_waiting += d; break;
+	case SCHED_ST_IDLE: out->ns_idle += d; break;
+	case SCHED_ST_DONE: break;
 	}
 }

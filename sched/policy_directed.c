@@ -16,7 +16,7 @@ int sched_directed_candidate(struct sched_core *c, int v, int *last_boost)
 	int start = last_boost[vm];
 	for (int k = 1; k <= n; k++) {
 		int i = (start + k) % n;
-		if (i == v || c->v[i].vm != vm || c->v[i].state != SCHED_RUNNABLE)
+		if (i == v || c->v[i].vm != vm || c->v[i].state != SCHED_ST_RUNNABLE)
 			continue;
 		if (sched_core_get_hint(c, i).spinning_since == 0) {
 			last_boost[vm] = i;
@@ -50,7 +50,7 @@ static void directed_fini(struct sched_core *c)
 static int directed_on_spin(struct sched_core *c, int v, int target, uint64_t now)
 {
 	(void)now;
-	if (target >= 0 && c->v[target].state == SCHED_RUNNABLE &&
+	if (target >= 0 && c->v[target].state == SCHED_ST_RUNNABLE &&
 	    c->v[target].vm == c->v[v].vm)
 		return target;
 	return sched_directed_candidate(c, v, c->pstate);
@@ -71,9 +71,9 @@ static int holder_on_spin(struct sched_core *c, int v, int target, uint64_t now)
 {
 	(void)now;
 	if (target >= 0 && c->v[target].vm == c->v[v].vm) {
-		if (c->v[target].state == SCHED_RUNNABLE)
+		if (c->v[target].state == SCHED_ST_RUNNABLE)
 			return target;
-		if (c->v[target].state == SCHED_RUNNING)
+		if (c->v[target].state == SCHED_ST_RUNNING)
 			return -1;
 	}
 	return sched_directed_candidate(c, v, c->pstate);

@@ -34,9 +34,9 @@ static void count(const struct sched_core *c, struct gang *g)
 		g->live[vm] = g->want[vm] = 0;
 	for (int v = 0; v < c->nvcpus; v++) {
 		enum sched_vstate s = c->v[v].state;
-		if (s != SCHED_DONE)
+		if (s != SCHED_ST_DONE)
 			g->live[c->v[v].vm]++;
-		if (s == SCHED_RUNNING || s == SCHED_RUNNABLE)
+		if (s == SCHED_ST_RUNNING || s == SCHED_ST_RUNNABLE)
 			g->want[c->v[v].vm]++;
 	}
 }

@@ -18,11 +18,11 @@
 #define SCHED_NO_TIMEOUT 0ull /* timeout_ns for a wait that only a kick ends */
 
 enum sched_vstate {
-	SCHED_RUNNING,  /* holds a slot */
-	SCHED_RUNNABLE, /* queued for a slot */
-	SCHED_WAITING,  /* PV wait: until kicked or its timeout */
-	SCHED_IDLE,     /* guest halted: until kicked or woken */
-	SCHED_DONE,
+	SCHED_ST_RUNNING,  /* holds a slot */
+	SCHED_ST_RUNNABLE, /* queued for a slot */
+	SCHED_ST_WAITING,  /* PV wait: until kicked or its timeout */
+	SCHED_ST_IDLE,     /* guest halted: until kicked or woken */
+	SCHED_ST_DONE,
 };
 
 /* Spin-detection sources (params.spin_sources); a disabled source's events

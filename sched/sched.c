@@ -1,0 +1,411 @@
+/*
+ * The thread layer over the pure core; see sched.h. Every event takes the
+ * one mutex, feeds the core, and executes the core's actions before
+ * unlocking, so an action can never overtake the state change behind it.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sched/core.h"
+#include "sched/policy.h"
+#include "sched/sched.h"
+
+struct svcpu {
+	pthread_cond_t cv;
+	atomic_int yield_req; /* read lock-free by sched_vcpu_after_exit */
+	const struct sched_vcpu_ops *ops;
+	void *opaque;
+	int pinned_cpu;       /* only its own thread touches this */
+};
+
+struct sched {
+	pthread_mutex_t mu;
+	struct sched_core *c;
+	struct svcpu *vc;
+	int *host_cpu;        /* NULL: no pinning */
+	int efd;
+	uint64_t reported;    /* the deadline the event loop last saw */
+	pthread_cond_t timer_cv;
+	pthread_t timer;
+	bool timer_running, timer_stop;
+	void (*deadlock_cb)(void *ctx);
+	void *deadlock_ctx;
+};
+
+static const struct sched_vcpu_ops no_ops;
+
+uint64_t sched_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void read_hint(void *ctx, int v, struct sched_hint *out)
+{
+	struct svcpu *x = &((struct sched *)ctx)->vc[v];
+	out->spinning_since = x->ops->spinning_since_ns ? x->ops->spinning_since_ns(x->opaque) : 0;
+	out->in_critical = x->ops->in_critical ? x->ops->in_critical(x->opaque) : false;
+	out->waiting_for = x->ops->waiting_for ? x->ops->waiting_for(x->opaque) : -1;
+}
+
+struct sched *sched_create(const struct sched_params *p, const char **why)
+{
+	struct sched *s = calloc(1, sizeof(*s));
+	if (!s) {
+		*why = "out of memory";
+		return NULL;
+	}
+	s->efd = -1;
+	s->c = sched_core_create(p, read_hint, s, why);
+	if (!s->c)
+		goto fail;
+	s->vc = calloc((size_t)p->nvcpus, sizeof(*s->vc));
+	if (!s->vc)
+		goto oom;
+	if (p->host_cpu) {
+		s->host_cpu = malloc(sizeof(int) * (size_t)p->npcpus);
+		if (!s->host_cpu)
+			goto oom;
+		memcpy(s->host_cpu, p->host_cpu, sizeof(int) * (size_t)p->npcpus);
+	}
+	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->efd < 0) {
+		*why = "eventfd failed";
+		goto fail;
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->timer_cv, &ca);
+	for (int v = 0; v < p->nvcpus; v++) {
+		pthread_cond_init(&s->vc[v].cv, &ca);
+		s->vc[v].ops = &no_ops;
+		s->vc[v].pinned_cpu = -1;
+	}
+	pthread_condattr_destroy(&ca);
+	s->reported = UINT64_MAX;
+	return s;
+oom:
+	*why = "out of memory";
+fail:
+	sched_core_destroy(s->c);
+	free(s->vc);
+	free(s->host_cpu);
+	free(s);
+	return NULL;
+}
+
+void sched_set_vcpu(struct sched *s, int v, const struct sched_vcpu_ops *ops, void *opaque)
+{
+	pthread_mutex_lock(&s->mu);
+	s->vc[v].ops = ops ? ops : &no_ops;
+	s->vc[v].opaque = opaque;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sched_set_deadlock_cb(struct sched *s, void (*cb)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&s->mu);
+	s->deadlock_cb = cb;
+	s->deadlock_ctx = ctx;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* With the mutex held, after every core event. */
+static void run_actions(struct sched *s)
+{
+	struct sched_core *c = s->c;
+	for (int i = 0; i < c->nact; i++) {
+		const struct sched_action *a = &c->act[i];
+		struct svcpu *x = a->v >= 0 ? &s->vc[a->v] : NULL;
+		switch (a->kind) {
+		case SCHED_ACT_GRANT:
+			atomic_store_explicit(&x->yield_req, 0, memory_order_relaxed);
+			pthread_cond_signal(&x->cv);
+			break;
+		case SCHED_ACT_FORCE_EXIT:
+			/* The flag first: force_exit may land before KVM_RUN. */
+			atomic_store_explicit(&x->yield_req, 1, memory_order_release);
+			if (x->ops->force_exit)
+				x->ops->force_exit(x->opaque);
+			break;
+		case SCHED_ACT_SET_PREEMPTED:
+			if (x->ops->set_preempted)
+				x->ops->set_preempted(x->opaque, a->val);
+			break;
+		case SCHED_ACT_SET_PREEMPT_PENDING:
+			if (x->ops->set_preempt_pending)
+				x->ops->set_preempt_pending(x->opaque, a->val);
+			break;
+		case SCHED_ACT_WAKE_ALL:
+			for (int v = 0; v < c->nvcpus; v++)
+				pthread_cond_broadcast(&s->vc[v].cv);
+			pthread_cond_signal(&s->timer_cv);
+			if (a->val == -EDEADLK && s->deadlock_cb)
+				s->deadlock_cb(s->deadlock_ctx);
+			break;
+		}
+	}
+	sched_core_clear_actions(c);
+	uint64_t d = sched_core_next_deadline(c);
+	if (d < s->reported) {
+		s->reported = d;
+		uint64_t one = 1;
+		if (write(s->efd, &one, sizeof(one)) < 0) {
+			/* EAGAIN: the counter is full, so it is readable anyway */
+		}
+		pthread_cond_signal(&s->timer_cv);
+	}
+}
+
+static uint64_t lock(struct sched *s)
+{
+	pthread_mutex_lock(&s->mu);
+	return sched_now_ns();
+}
+
+static void pin(struct sched *s, int v, int slot)
+{
+	struct svcpu *x = &s->vc[v];
+	if (!s->host_cpu || slot < 0 || s->host_cpu[slot] < 0 ||
+	    s->host_cpu[slot] == x->pinned_cpu)
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(s->host_cpu[slot], &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0)
+		x->pinned_cpu = s->host_cpu[slot];
+}
+
+/* Mutex held on entry, released on return. Blocks until v holds a slot. */
+static int block_unlock(struct sched *s, int v, int *wake_reason)
+{
+	struct sched_core *c = s->c;
+	while (!c->stopping && !c->deadlock && c->v[v].state != SCHED_ST_RUNNING)
+		pthread_cond_wait(&s->vc[v].cv, &s->mu);
+	int r = c->stopping ? -ECANCELED : c->deadlock ? -EDEADLK : 0;
+	int slot = c->v[v].slot;
+	if (!r) {
+		sched_core_resumed(c, v, sched_now_ns());
+		if (wake_reason)
+			*wake_reason = c->v[v].wake_reason;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (!r)
+		pin(s, v, slot);
+	return r;
+}
+
+void sched_start(struct sched *s)
+{
+	sched_core_start(s->c, lock(s));
+	run_actions(s);
+	pthread_mutex_unlock(&s->mu);
+}
+
+int sched_vcpu_enter(struct sched *s, int v)
+{
+	pthread_mutex_lock(&s->mu);
+	return block_unlock(s, v, NULL);
+}
+
+bool sched_vcpu_after_exit(struct sched *s, int v)
+{
+	return atomic_load_explicit(&s->vc[v].yield_req, memory_order_acquire);
+}
+
+int sched_vcpu_yield_slot(struct sched *s, int v)
+{
+	sched_core_yield(s->c, v, lock(s));
+	run_actions(s);
+	return block_unlock(s, v, NULL);
+}
+
+int sched_vcpu_spin(struct sched *s, int v, int target, unsigned source)
+{
+	sched_core_spin(s->c, v, target, source, lock(s));
+	run_actions(s);
+	return block_unlock(s, v, NULL);
+}
+
+int sched_vcpu_safe_point(struct sched *s, int v)
+{
+	sched_core_safe_point(s->c, v, lock(s));
+	run_actions(s);
+	return block_unlock(s, v, NULL);
+}
+
+static int sleep_until_granted(struct sched *s, int v, int slept)
+{
+	run_actions(s);
+	if (!slept) {
+		pthread_mutex_unlock(&s->mu);
+		return 0;
+	}
+	int reason = 0;
+	int r = block_unlock(s, v, &reason);
+	return r ? r : reason;
+}
+
+int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns)
+{
+	int slept = sched_core_wait(s->c, v, timeout_ns, lock(s));
+	return sleep_until_granted(s, v, slept);
+}
+
+int sched_vcpu_halt(struct sched *s, int v)
+{
+	int slept = sched_core_halt(s->c, v, lock(s));
+	return sleep_until_granted(s, v, slept);
+}
+
+int sched_vcpu_kick(struct sched *s, int from, int target)
+{
+	sched_core_kick(s->c, from, target, lock(s));
+	run_actions(s);
+	if (from < 0) {
+		pthread_mutex_unlock(&s->mu);
+		return 0;
+	}
+	return block_unlock(s, from, NULL);
+}
+
+void sched_vcpu_wake(struct sched *s, int v)
+{
+	sched_core_wake(s->c, v, lock(s));
+	run_actions(s);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sched_vcpu_done(struct sched *s, int v)
+{
+	sched_core_done(s->c, v, lock(s));
+	run_actions(s);
+	pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t sched_next_deadline(struct sched *s)
+{
+	pthread_mutex_lock(&s->mu);
+	uint64_t d = s->reported = sched_core_next_deadline(s->c);
+	pthread_mutex_unlock(&s->mu);
+	return d;
+}
+
+void sched_tick(struct sched *s, uint64_t now)
+{
+	pthread_mutex_lock(&s->mu);
+	sched_core_tick(s->c, now);
+	run_actions(s);
+	/* The caller asks for the next deadline after this; until then any
+	 * earlier one must still signal. */
+	s->reported = sched_core_next_deadline(s->c);
+	pthread_mutex_unlock(&s->mu);
+}
+
+int sched_wake_fd(struct sched *s)
+{
+	return s->efd;
+}
+
+static void *timer_main(void *arg)
+{
+	struct sched *s = arg;
+	pthread_mutex_lock(&s->mu);
+	while (!s->timer_stop) {
+		uint64_t d = s->reported = sched_core_next_deadline(s->c);
+		uint64_t now = sched_now_ns();
+		if (d <= now) {
+			sched_core_tick(s->c, now);
+			run_actions(s);
+			continue;
+		}
+		if (d == UINT64_MAX) {
+			pthread_cond_wait(&s->timer_cv, &s->mu);
+		} else {
+			struct timespec ts = { (time_t)(d / 1000000000ull),
+					       (long)(d % 1000000000ull) };
+			pthread_cond_timedwait(&s->timer_cv, &s->mu, &ts);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+int sched_run_timer_thread(struct sched *s)
+{
+	pthread_mutex_lock(&s->mu);
+	int r = s->timer_running ? -EBUSY : 0;
+	if (!r) {
+		s->timer_stop = false;
+		r = -pthread_create(&s->timer, NULL, timer_main, s);
+		s->timer_running = r == 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+void sched_stop(struct sched *s)
+{
+	sched_core_stop(s->c, lock(s));
+	run_actions(s);
+	s->timer_stop = true;
+	pthread_cond_signal(&s->timer_cv);
+	bool join = s->timer_running && !pthread_equal(s->timer, pthread_self());
+	s->timer_running = false;
+	pthread_mutex_unlock(&s->mu);
+	if (join)
+		pthread_join(s->timer, NULL);
+}
+
+void sched_destroy(struct sched *s)
+{
+	if (!s)
+		return;
+	sched_stop(s);
+	for (int v = 0; v < s->c->nvcpus; v++)
+		pthread_cond_destroy(&s->vc[v].cv);
+	pthread_cond_destroy(&s->timer_cv);
+	pthread_mutex_destroy(&s->mu);
+	sched_core_destroy(s->c);
+	close(s->efd);
+	free(s->vc);
+	free(s->host_cpu);
+	free(s);
+}
+
+void sched_stats(struct sched *s, int v, struct sched_vcpu_stats *out)
+{
+	sched_core_stats(s->c, v, lock(s), out);
+	pthread_mutex_unlock(&s->mu);
+}
+
+bool sched_deadlocked(struct sched *s)
+{
+	pthread_mutex_lock(&s->mu);
+	bool d = s->c->deadlock;
+	pthread_mutex_unlock(&s->mu);
+	return d;
+}
+
+int sched_nvcpus(const struct sched *s)
+{
+	return s->c->nvcpus;
+}
+
+const char *sched_policy_name(const struct sched *s)
+{
+	return s->c->pol->name;
+}

@@ -1,0 +1,106 @@
+/*
+ * The co-scheduler as the VMM uses it: M physical-CPU slots shared by N vCPU
+ * threads, at most M of them inside KVM_RUN at any instant. One mutex guards
+ * the pure core (core.h); each vCPU thread blocks on its own condition
+ * variable until it is granted a slot, and pins itself to the slot's host
+ * CPU. Nothing here knows KVM: the vCPU side is reached through
+ * struct sched_vcpu_ops.
+ *
+ * A vCPU thread's loop (all calls from that vCPU's own thread):
+ *
+ *	if (sched_vcpu_enter(s, v) < 0) goto out;    // blocks until granted
+ *	for (;;) {
+ *		KVM_RUN;
+ *		handle the exit; for the scheduler's hypercalls:
+ *		  WAIT     r = sched_vcpu_wait(s, v, timeout_ns);
+ *		  KICK     r = sched_vcpu_kick(s, v, target);
+ *		  YIELD_TO r = sched_vcpu_spin(s, v, target, SCHED_SPIN_YIELD);
+ *		  SPIN     r = sched_vcpu_spin(s, v, target, SCHED_SPIN_YIELD);
+ *		  (preempt_pending seen at a safe point: sched_vcpu_safe_point)
+ *		  HLT      r = sched_vcpu_halt(s, v);
+ *		if (r == -ECANCELED || r == -EDEADLK) break;
+ *		if (sched_vcpu_after_exit(s, v) &&       // one atomic load
+ *		    sched_vcpu_yield_slot(s, v) < 0)      // blocks until regranted
+ *			break;
+ *	}
+ *	out: sched_vcpu_done(s, v);
+ *
+ * Every call that can give the slot away returns only once v holds a slot
+ * again (0), or with -ECANCELED (sched_stop) or -EDEADLK (every live vCPU
+ * waits with no timeout and no kick can come). A vCPU must hold a slot when
+ * it calls wait, kick, spin, safe_point, halt or yield_slot.
+ *
+ * force_exit must make KVM_RUN return even if it is called just before the
+ * vCPU enters it (signal blocked outside KVM_RUN + KVM_SET_SIGNAL_MASK, or
+ * immediate_exit): the "give the slot back" flag is set before force_exit
+ * is called and read by sched_vcpu_after_exit after KVM_RUN returns.
+ *
+ * The event loop: sleep until sched_next_deadline(s) (absolute
+ * CLOCK_MONOTONIC ns, UINT64_MAX = no deadline) or until sched_wake_fd(s)
+ * (an eventfd; read it to clear) is readable, then call
+ * sched_tick(s, sched_now_ns()). Or let sched_run_timer_thread(s) do it.
+ */
+#ifndef VMM_SCHED_SCHED_H
+#define VMM_SCHED_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/types.h"
+
+/* Per-vCPU callbacks; any may be NULL (reads as 0 / false / -1). The reads
+ * are called with the scheduler's mutex held and must be cheap plain loads
+ * from the shared page; none may call back into the scheduler. */
+struct sched_vcpu_ops {
+	void (*force_exit)(void *opaque);
+	uint64_t (*spinning_since_ns)(void *opaque); /* CLOCK_MONOTONIC ns, 0 */
+	bool (*in_critical)(void *opaque);
+	int (*waiting_for)(void *opaque);            /* global vCPU index, -1 */
+	void (*set_preempted)(void *opaque, bool on);
+	void (*set_preempt_pending)(void *opaque, bool on);
+};
+
+struct sched;
+
+/* NULL with *why set on bad parameters (e.g. an unknown policy). */
+struct sched *sched_create(const struct sched_params *p, const char **why);
+void sched_set_vcpu(struct sched *s, int v, const struct sched_vcpu_ops *ops,
+		    void *opaque);
+/* Called once, with the mutex held, when a deadlock is detected. */
+void sched_set_deadlock_cb(struct sched *s, void (*cb)(void *ctx), void *ctx);
+/* Grants the first M slots; call after every sched_set_vcpu. */
+void sched_start(struct sched *s);
+/* Forces every vCPU out; every blocked or later call returns -ECANCELED. */
+void sched_stop(struct sched *s);
+void sched_destroy(struct sched *s); /* stops first; joins the timer thread */
+
+int sched_vcpu_enter(struct sched *s, int v);
+bool sched_vcpu_after_exit(struct sched *s, int v);
+int sched_vcpu_yield_slot(struct sched *s, int v);
+int sched_vcpu_spin(struct sched *s, int v, int target, unsigned source);
+int sched_vcpu_safe_point(struct sched *s, int v);
+/* 0: kicked (or a kick was already pending), -ETIMEDOUT, -EDEADLK,
+ * -ECANCELED. timeout_ns SCHED_NO_TIMEOUT waits for a kick only. */
+int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns);
+int sched_vcpu_halt(struct sched *s, int v);
+/* from = -1: the VMM (never blocks). Otherwise from's own thread; it may
+ * hand its slot to target and then blocks until granted again. */
+int sched_vcpu_kick(struct sched *s, int from, int target);
+/* From any thread (an interrupt for v): ends a halt or wait, or makes the
+ * next one return at once. */
+void sched_vcpu_wake(struct sched *s, int v);
+void sched_vcpu_done(struct sched *s, int v);
+
+uint64_t sched_now_ns(void);
+uint64_t sched_next_deadline(struct sched *s);
+void sched_tick(struct sched *s, uint64_t now_ns);
+int sched_wake_fd(struct sched *s);
+/* A fallback timer: a thread that ticks at every deadline until stop. */
+int sched_run_timer_thread(struct sched *s);
+
+void sched_stats(struct sched *s, int v, struct sched_vcpu_stats *out);
+bool sched_deadlocked(struct sched *s);
+int sched_nvcpus(const struct sched *s);
+const char *sched_policy_name(const struct sched *s);
+
+#endif

@@ -1,0 +1,655 @@
+/*
+ * The pure co-scheduler core, driven by fake vCPUs on a fake clock: fixed
+ * scenarios first, then long random event sequences for every policy,
+ * checking the invariants after every single event.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/core.h"
+#include "sched/policy.h"
+
+static long n_pass, n_fail;
+static char ctx[160]; /* which random run, for failure lines */
+
+#define CHECK(e)                                                                   \
+	do {                                                                       \
+		if (e) {                                                           \
+			n_pass++;                                                  \
+		} else {                                                           \
+			if (++n_fail <= 40)                                        \
+				printf("%s:%d: CHECK(%s) failed%s%s\n", __FILE__,  \
+				       __LINE__, #e, ctx[0] ? " in " : "", ctx);   \
+		}                                                                  \
+	} while (0)
+
+#define US 1000ull
+#define MS (1000 * US)
+#define MAXV 16
+
+/* ---- the fake vCPUs ---- */
+
+struct fake {
+	struct sched_hint h[MAXV];
+	bool running[MAXV];
+	bool force[MAXV];
+	uint64_t exit_at[MAXV];     /* when a forced vCPU notices */
+	bool preempted[MAXV], pending[MAXV];
+	uint64_t pending_since[MAXV];
+	int grants[MAXV];           /* GRANTs in the last batch */
+	int grant_slot[MAXV];
+	int forces[MAXV];
+	int wake_all;               /* its value, or 0 */
+	uint64_t rng;
+};
+
+static uint64_t rnd(struct fake *f)
+{
+	f->rng ^= f->rng << 13;
+	f->rng ^= f->rng >> 7;
+	f->rng ^= f->rng << 17;
+	return f->rng;
+}
+
+static void fake_hint(void *p, int v, struct sched_hint *out)
+{
+	*out = ((struct fake *)p)->h[v];
+}
+
+/* Execute and clear the core's actions, as sched.c would. */
+static void drain(struct sched_core *c, struct fake *f, uint64_t now)
+{
+	memset(f->grants, 0, sizeof(f->grants));
+	memset(f->forces, 0, sizeof(f->forces));
+	for (int i = 0; i < c->nact; i++) {
+		struct sched_action a = c->act[i];
+		switch (a.kind) {
+		case SCHED_ACT_GRANT:
+			f->running[a.v] = true;
+			f->force[a.v] = false;
+			f->grants[a.v]++;
+			f->grant_slot[a.v] = a.val;
+			break;
+		case SCHED_ACT_FORCE_EXIT:
+			CHECK(c->v[a.v].state == SCHED_ST_RUNNING);
+			if (!f->force[a.v])
+				f->exit_at[a.v] = now + rnd(f) % (30 * US);
+			f->force[a.v] = true;
+			f->forces[a.v]++;
+			break;
+		case SCHED_ACT_SET_PREEMPTED:
+			CHECK(f->preempted[a.v] != (bool)a.val);
+			f->preempted[a.v] = a.val;
+			break;
+		case SCHED_ACT_SET_PREEMPT_PENDING:
+			CHECK(f->pending[a.v] != (bool)a.val);
+			f->pending[a.v] = a.val;
+			if (a.val)
+				f->pending_since[a.v] = now;
+			break;
+		case SCHED_ACT_WAKE_ALL:
+			f->wake_all = a.val;
+			break;
+		}
+	}
+	sched_core_clear_actions(c);
+	for (int v = 0; v < c->nvcpus; v++)
+		if (c->v[v].state != SCHED_ST_RUNNING) {
+			f->running[v] = false;
+			f->force[v] = false;
+		}
+}
+
+static struct sched_core *mk(const char *pol, int m, int n, int nvms, const int *vm_of,
+			     bool defer, unsigned spin, struct fake *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->rng = 88172645463325252ull;
+	for (int v = 0; v < MAXV; v++)
+		f->h[v].waiting_for = -1;
+	struct sched_params p = {
+		.nvcpus = n, .npcpus = m, .policy = pol, .defer = defer,
+		.spin_sources = spin, .nvms = nvms, .vm_of = vm_of, .seed = 42,
+	};
+	const char *why = NULL;
+	struct sched_core *c = sched_core_create(&p, fake_hint, f, &why);
+	CHECK(c != NULL);
+	if (!c) {
+		printf("create: %s\n", why);
+		exit(1);
+	}
+	sched_core_start(c, 0);
+	drain(c, f, 0);
+	return c;
+}
+
+/* ---- invariants, after every event ---- */
+
+static bool outgoing(const struct sched_core *c, int v)
+{
+	return c->v[v].preempt_req || c->v[v].preempt_pending;
+}
+
+static void check_invariants(struct sched_core *c, struct fake *f, uint64_t now)
+{
+	int running = 0, runnable = 0;
+	for (int v = 0; v < c->nvcpus; v++) {
+		const struct sched_vcore *x = &c->v[v];
+		if (x->state == SCHED_ST_RUNNING) {
+			running++;
+			CHECK(x->slot >= 0 && x->slot < c->nslots && c->slot[x->slot].vcpu == v);
+		} else {
+			CHECK(x->slot == -1);
+			CHECK(!x->preempt_pending && !x->preempt_req);
+		}
+		if (x->state == SCHED_ST_RUNNABLE)
+			runnable++;
+		CHECK(f->running[v] == (x->state == SCHED_ST_RUNNING));
+		CHECK(f->preempted[v] == x->preempted);
+		CHECK(f->pending[v] == x->preempt_pending);
+		/* Deferral is bounded: past the hard deadline it is forced. */
+		if (x->preempt_pending && !x->preempt_req)
+			CHECK(now < f->pending_since[v] + c->defer_max_ns);
+	}
+	CHECK(running <= c->nslots);
+	CHECK(running == c->nrunning && runnable == c->nrunnable);
+	int q = 0, prev = -1;
+	SCHED_FOR_EACH_QUEUED(c, it) {
+		CHECK(c->v[it].state == SCHED_ST_RUNNABLE && c->v[it].qprev == prev);
+		prev = it;
+		if (++q > c->nvcpus)
+			break;
+	}
+	CHECK(q == runnable && c->qtail == prev);
+	for (int s = 0; s < c->nslots; s++) {
+		int v = c->slot[s].vcpu;
+		CHECK(v == -1 || (c->v[v].state == SCHED_ST_RUNNING && c->v[v].slot == s));
+		/* Work conserving: no slot stays free while someone queues. */
+		if (v == -1 && c->pol != &sched_policy_gang && !c->stopping && !c->deadlock)
+			CHECK(runnable == 0);
+	}
+	/* Deadlock is reported exactly when every live vCPU waits forever. */
+	int live = 0, stuck = 0;
+	for (int v = 0; v < c->nvcpus; v++) {
+		const struct sched_vcore *x = &c->v[v];
+		if (x->state == SCHED_ST_DONE)
+			continue;
+		live++;
+		stuck += x->state == SCHED_ST_WAITING && x->wait_deadline == UINT64_MAX;
+	}
+	CHECK(c->deadlock == (live > 0 && live == stuck));
+	/* Gang: a VM that fits never runs in part. */
+	if (c->pol == &sched_policy_gang) {
+		for (int vm = 0; vm < c->nvms; vm++) {
+			int size = 0, in = 0, queued = 0;
+			for (int v = 0; v < c->nvcpus; v++) {
+				if (c->v[v].vm != vm)
+					continue;
+				size++;
+				in += c->v[v].state == SCHED_ST_RUNNING && !outgoing(c, v);
+				queued += c->v[v].state == SCHED_ST_RUNNABLE;
+			}
+			if (size <= c->nslots)
+				CHECK(!(in && queued));
+		}
+	}
+}
+
+/* ---- random event sequences ---- */
+
+enum mode {
+	PROGRESS, /* compute-bound vCPUs: nobody sleeps, nobody may starve */
+	SLEEPERS, /* waits, halts, kicks, wakes, done: the deadlock detector */
+};
+
+struct run {
+	const char *pol;
+	int m, n, nvms;
+	enum mode mode;
+	bool defer;
+	uint64_t seed;
+};
+
+static int spin_candidates(struct sched_core *c, struct fake *f, int v, bool *nonspin)
+{
+	int k = 0;
+	*nonspin = false;
+	for (int u = 0; u < c->nvcpus; u++) {
+		if (u == v || c->v[u].vm != c->v[v].vm || c->v[u].state != SCHED_ST_RUNNABLE)
+			continue;
+		k++;
+		if (!f->h[u].spinning_since)
+			*nonspin = true;
+	}
+	return k;
+}
+
+/* One event by running vCPU v. Returns false when the run should end. */
+static void vcpu_event(struct sched_core *c, struct fake *f, const struct run *r, int v,
+		       uint64_t now)
+{
+	uint64_t x = rnd(f) % 100;
+	bool sleepers = r->mode == SLEEPERS;
+	if (x < 10) {
+		f->h[v].spinning_since = f->h[v].spinning_since ? 0 : now + 1 - (rnd(f) % 2) * (now / 2 + 1);
+	} else if (x < 20) {
+		f->h[v].in_critical = !f->h[v].in_critical;
+	} else if (x < 25) {
+		f->h[v].waiting_for = rnd(f) % 3 ? -1 : (int)(rnd(f) % (uint64_t)c->nvcpus);
+	} else if (x < 40) {
+		int target = rnd(f) % 2 ? -1 : (int)(rnd(f) % (uint64_t)c->nvcpus);
+		unsigned src = 1u << (rnd(f) % 3);
+		bool nonspin;
+		int ncand = spin_candidates(c, f, v, &nonspin);
+		int slot = c->v[v].slot;
+		bool plain = target < 0 && f->h[v].waiting_for < 0 && !outgoing(c, v) &&
+			     (c->spin_sources & src);
+		sched_core_spin(c, v, target, src, now);
+		drain(c, f, now);
+		if (plain && c->pol == &sched_policy_directed) {
+			/* directed yields whenever it can, and to a spinner only
+			 * if nothing else is there */
+			int to = c->slot[slot].vcpu;
+			CHECK((ncand > 0) == (to != v));
+			if (to != v && to >= 0)
+				CHECK(!nonspin || !f->h[to].spinning_since);
+		}
+		return;
+	} else if (x < 45) {
+		sched_core_safe_point(c, v, now);
+	} else if (x < 55 && sleepers) {
+		uint64_t t = rnd(f) % 2 ? SCHED_NO_TIMEOUT : rnd(f) % (3 * MS) + 1;
+		sched_core_wait(c, v, t, now);
+	} else if (x < 58 && sleepers) {
+		sched_core_halt(c, v, now);
+	} else if (x < 75) {
+		sched_core_kick(c, v, (int)(rnd(f) % (uint64_t)c->nvcpus), now);
+	} else if (x < 76 && sleepers && rnd(f) % 8 == 0) {
+		sched_core_done(c, v, now);
+	}
+	drain(c, f, now);
+}
+
+static void run_random(const struct run *r, int steps)
+{
+	snprintf(ctx, sizeof(ctx), "run(%s m=%d n=%d vms=%d mode=%d defer=%d seed=%" PRIu64 ")",
+		 r->pol, r->m, r->n, r->nvms, r->mode, r->defer, r->seed);
+	int vm_of[MAXV];
+	for (int v = 0; v < r->n; v++)
+		vm_of[v] = v % r->nvms;
+	struct fake f;
+	struct sched_core *c = mk(r->pol, r->m, r->n, r->nvms, vm_of, r->defer, SCHED_SPIN_ALL, &f);
+	f.rng = r->seed * 2654435761u + 1;
+	uint64_t now = 0, runnable_since[MAXV] = { 0 };
+	uint64_t bound = (uint64_t)(r->n + r->nvms + 2) *
+			 (c->slice_ns + c->defer_max_ns + 100 * US);
+	long failed_before = n_fail;
+	for (int step = 0; step < steps && !c->deadlock && n_fail == failed_before; step++) {
+		/* The next instant: a scheduler deadline, a forced vCPU
+		 * noticing, or a random vCPU event. */
+		uint64_t next = now + rnd(&f) % (200 * US) + 1;
+		uint64_t dl = sched_core_next_deadline(c);
+		CHECK(dl >= now);
+		int exiter = -1;
+		for (int v = 0; v < r->n; v++)
+			if (f.force[v] && f.exit_at[v] < next && f.exit_at[v] < dl) {
+				next = f.exit_at[v] > now ? f.exit_at[v] : now;
+				exiter = v;
+			}
+		if (dl <= next) {
+			now = dl;
+			int handoff_before[MAXV];
+			for (int v = 0; v < r->n; v++)
+				handoff_before[v] = c->v[v].handoff_to;
+			sched_core_tick(c, now);
+			drain(&*c, &f, now);
+			for (int v = 0; v < r->n && c->pol == &sched_policy_directed; v++) {
+				int to = c->v[v].handoff_to;
+				if (to >= 0 && handoff_before[v] < 0 && f.h[v].waiting_for < 0) {
+					bool nonspin;
+					spin_candidates(c, &f, v, &nonspin);
+					CHECK(!nonspin || !f.h[to].spinning_since);
+				}
+			}
+		} else if (exiter >= 0) {
+			now = next;
+			sched_core_yield(c, exiter, now);
+			drain(c, &f, now);
+		} else {
+			now = next;
+			int v = (int)(rnd(&f) % (uint64_t)r->n);
+			if (c->v[v].state == SCHED_ST_RUNNING) {
+				vcpu_event(c, &f, r, v, now);
+			} else if (r->mode == SLEEPERS && rnd(&f) % 4 == 0) {
+				/* the VMM: an interrupt or a kick from outside */
+				if (rnd(&f) % 2)
+					sched_core_wake(c, v, now);
+				else
+					sched_core_kick(c, -1, v, now);
+				drain(c, &f, now);
+			}
+		}
+		check_invariants(c, &f, now);
+		for (int v = 0; v < r->n; v++) {
+			if (c->v[v].state != SCHED_ST_RUNNABLE)
+				runnable_since[v] = now;
+			else if (r->mode == PROGRESS)
+				CHECK(now - runnable_since[v] <= bound);
+		}
+	}
+	if (r->mode == PROGRESS) {
+		for (int v = 0; v < r->n; v++) {
+			struct sched_vcpu_stats st;
+			sched_core_stats(c, v, now, &st);
+			CHECK(st.ns_running > 0);
+		}
+	}
+	if (c->deadlock)
+		CHECK(f.wake_all == -EDEADLK);
+	sched_core_destroy(c);
+	ctx[0] = 0;
+}
+
+static void run_random_all(void)
+{
+	static const char *const pols[] = { "none", "random", "directed", "holder", "pv", "gang" };
+	uint64_t seed = 1;
+	for (size_t p = 0; p < sizeof(pols) / sizeof(pols[0]); p++)
+		for (int m = 1; m <= 3; m++)
+			for (int n = 1; n <= 9; n++)
+				for (int mode = PROGRESS; mode <= SLEEPERS; mode++)
+					for (int defer = 0; defer <= 1; defer++) {
+						struct run r = { pols[p], m, n, 1, mode, defer, seed++ };
+						if (!strcmp(pols[p], "gang"))
+							r.nvms = 1 + (int)(seed % 3 < 2 ? (n + 1) / 2 : 1);
+						if (r.nvms > n)
+							r.nvms = n;
+						run_random(&r, mode == PROGRESS ? 20000 : 4000);
+						/* sleeper runs end at deadlock: run more seeds */
+						for (int k = 0; k < 5 && mode == SLEEPERS; k++) {
+							r.seed = seed++;
+							run_random(&r, 4000);
+						}
+					}
+}
+
+/* ---- fixed scenarios ---- */
+
+static int running_count(struct sched_core *c)
+{
+	int k = 0;
+	for (int v = 0; v < c->nvcpus; v++)
+		k += c->v[v].state == SCHED_ST_RUNNING;
+	return k;
+}
+
+/* Advance to each deadline in turn, up to `until`. */
+static void run_until(struct sched_core *c, struct fake *f, uint64_t *now, uint64_t until)
+{
+	for (;;) {
+		uint64_t d = sched_core_next_deadline(c);
+		if (d > until)
+			break;
+		*now = d;
+		sched_core_tick(c, d);
+		drain(c, f, d);
+		check_invariants(c, f, d);
+	}
+	*now = until;
+}
+
+static void case_basics(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 2, 2, 1, NULL, false, 0, &f);
+	CHECK(running_count(c) == 2 && f.grants[0] == 1 && f.grants[1] == 1);
+	/* nobody queued: no slice ends, no deadline, no needless exits */
+	CHECK(sched_core_next_deadline(c) == UINT64_MAX);
+	sched_core_tick(c, 100 * MS);
+	CHECK(c->nact == 0);
+	sched_core_destroy(c);
+
+	CHECK(sched_policy_find("pv") == &sched_policy_pv);
+	CHECK(sched_policy_find("bogus") == NULL && sched_policy_find(NULL) == NULL);
+	int k = 0;
+	for (const char *const *n = sched_policy_names(); *n; n++)
+		k += sched_policy_find(*n) != NULL;
+	CHECK(k == 6);
+	struct sched_params bad = { .nvcpus = 2, .npcpus = 1, .policy = "nope" };
+	const char *why = NULL;
+	CHECK(sched_core_create(&bad, NULL, NULL, &why) == NULL && why != NULL);
+}
+
+static void case_round_robin(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 3, 1, NULL, false, 0, &f);
+	uint64_t now = 0;
+	CHECK(c->slot[0].vcpu == 0 && sched_core_next_deadline(c) == 2 * MS);
+	run_until(c, &f, &now, 2 * MS);
+	CHECK(f.force[0] && c->v[0].state == SCHED_ST_RUNNING); /* still holds it */
+	sched_core_yield(c, 0, now + 10 * US);
+	drain(c, &f, now + 10 * US);
+	CHECK(c->slot[0].vcpu == 1 && f.preempted[0] && c->qtail == 0);
+	struct sched_vcpu_stats st;
+	sched_core_stats(c, 0, now + 10 * US, &st);
+	CHECK(st.preemptions == 1 && st.ns_running == 2 * MS + 10 * US);
+	sched_core_destroy(c);
+}
+
+static void case_kick_before_wait(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 2, 2, 1, NULL, false, 0, &f);
+	sched_core_kick(c, 0, 1, 5);
+	drain(c, &f, 5);
+	CHECK(c->v[1].kick_pending);
+	CHECK(sched_core_wait(c, 1, SCHED_NO_TIMEOUT, 6) == 0);
+	drain(c, &f, 6);
+	CHECK(c->v[1].state == SCHED_ST_RUNNING && !c->v[1].kick_pending);
+	/* consumed: the next wait sleeps */
+	CHECK(sched_core_wait(c, 1, SCHED_NO_TIMEOUT, 7) == 1);
+	drain(c, &f, 7);
+	CHECK(c->v[1].state == SCHED_ST_WAITING);
+	/* a wake (interrupt) ends it just like a kick */
+	sched_core_wake(c, 1, 8);
+	drain(c, &f, 8);
+	CHECK(c->v[1].state == SCHED_ST_RUNNING && c->v[1].wake_reason == 0);
+	sched_core_destroy(c);
+}
+
+static void case_kick_front_and_handoff(void)
+{
+	struct fake f;
+	/* none: the kicked vCPU jumps the queue */
+	struct sched_core *c = mk("none", 1, 3, 1, NULL, false, 0, &f);
+	CHECK(sched_core_wait(c, 0, SCHED_NO_TIMEOUT, 1) == 1); /* 1 runs, 2 queued */
+	drain(c, &f, 1);
+	sched_core_kick(c, 1, 0, 2);
+	drain(c, &f, 2);
+	CHECK(c->slot[0].vcpu == 1 && c->qhead == 0 && c->v[0].qnext == 2);
+	sched_core_destroy(c);
+
+	/* pv: the kicker hands its slot over and goes to the back */
+	c = mk("pv", 1, 3, 1, NULL, false, 0, &f);
+	CHECK(sched_core_wait(c, 0, SCHED_NO_TIMEOUT, 1) == 1);
+	drain(c, &f, 1);
+	sched_core_kick(c, 1, 0, 2);
+	drain(c, &f, 2);
+	CHECK(c->slot[0].vcpu == 0 && f.grants[0] == 1);
+	CHECK(c->qhead == 2 && c->qtail == 1 && f.preempted[1]);
+	CHECK(c->slot[0].slice_start == 1); /* inherits the slice */
+	struct sched_vcpu_stats st;
+	sched_core_resumed(c, 0, 12);
+	sched_core_stats(c, 0, 20, &st);
+	CHECK(st.yields_received == 1 && st.kicks_received == 1);
+	CHECK(st.kick_latency.count == 1 && sched_hist_percentile(&st.kick_latency, 50) == 10);
+	sched_core_destroy(c);
+}
+
+static void case_wait_timeout(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, 1, NULL, false, 0, &f);
+	uint64_t now = 0;
+	CHECK(sched_core_wait(c, 0, 100 * US, 0) == 1);
+	drain(c, &f, 0);
+	CHECK(c->slot[0].vcpu == 1 && sched_core_next_deadline(c) == 100 * US);
+	run_until(c, &f, &now, 100 * US);
+	CHECK(c->v[0].state == SCHED_ST_RUNNABLE && c->v[0].wake_reason == -ETIMEDOUT);
+	sched_core_destroy(c);
+}
+
+static void case_deadlock(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("pv", 2, 3, 1, NULL, false, 0, &f);
+	CHECK(sched_core_wait(c, 0, SCHED_NO_TIMEOUT, 1) == 1);
+	drain(c, &f, 1);
+	CHECK(sched_core_wait(c, 1, 50 * US, 2) == 1); /* a timeout: not stuck */
+	drain(c, &f, 2);
+	CHECK(sched_core_wait(c, 2, SCHED_NO_TIMEOUT, 3) == 1);
+	drain(c, &f, 3);
+	CHECK(!c->deadlock);
+	uint64_t now = 3;
+	run_until(c, &f, &now, 60 * US); /* 1 times out, runs */
+	CHECK(c->v[1].state == SCHED_ST_RUNNING && !c->deadlock);
+	CHECK(sched_core_halt(c, 1, now) == 1); /* IDLE: an interrupt may come */
+	drain(c, &f, now);
+	CHECK(!c->deadlock);
+	sched_core_wake(c, 1, now);
+	drain(c, &f, now);
+	CHECK(sched_core_wait(c, 1, SCHED_NO_TIMEOUT, now) == 1);
+	drain(c, &f, now);
+	CHECK(c->deadlock && f.wake_all == -EDEADLK);
+	CHECK(sched_core_next_deadline(c) == UINT64_MAX);
+	sched_core_destroy(c);
+
+	/* the last runner exiting while the rest wait forever is one too */
+	c = mk("none", 1, 2, 1, NULL, false, 0, &f);
+	CHECK(sched_core_wait(c, 0, SCHED_NO_TIMEOUT, 1) == 1);
+	drain(c, &f, 1);
+	sched_core_done(c, 1, 2);
+	drain(c, &f, 2);
+	CHECK(c->deadlock);
+	sched_core_destroy(c);
+}
+
+static void case_deferral(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, 1, NULL, true, 0, &f);
+	f.h[0].in_critical = true; /* forever */
+	uint64_t now = 0, forced = 0;
+	while (!forced && now < 10 * MS) {
+		uint64_t d = sched_core_next_deadline(c);
+		now = d;
+		sched_core_tick(c, d);
+		drain(c, &f, d);
+		check_invariants(c, &f, d);
+		if (f.forces[0])
+			forced = d;
+	}
+	CHECK(forced >= c->slice_ns && forced <= c->slice_ns + c->defer_max_ns);
+	CHECK(c->v[0].st.deferrals == 1 && c->v[0].st.deferrals_hard == 1);
+	sched_core_destroy(c);
+
+	/* leaving the critical section and yielding at the safe point */
+	c = mk("none", 1, 2, 1, NULL, true, 0, &f);
+	f.h[0].in_critical = true;
+	now = 0;
+	run_until(c, &f, &now, 2 * MS + 10 * US);
+	CHECK(f.pending[0] && !f.force[0]);
+	f.h[0].in_critical = false;
+	sched_core_safe_point(c, 0, now);
+	drain(c, &f, now);
+	CHECK(c->slot[0].vcpu == 1 && !f.pending[0] && c->v[0].st.deferrals_hard == 0);
+	sched_core_destroy(c);
+}
+
+static void case_hint_spin(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("directed", 1, 3, 1, NULL, false, SCHED_SPIN_HINT, &f);
+	f.h[1].spinning_since = 1; /* a spinning candidate, queued first */
+	f.h[0].spinning_since = 1;
+	uint64_t now = 0;
+	run_until(c, &f, &now, 100 * US);
+	CHECK(f.force[0] && c->v[0].handoff_to == 2); /* the non-spinner */
+	CHECK(c->v[0].st.spin_events == 1 && c->v[0].st.preemptions == 0);
+	run_until(c, &f, &now, 140 * US);
+	CHECK(c->v[0].st.spin_events == 1); /* once per window at most */
+	sched_core_yield(c, 0, now);
+	drain(c, &f, now);
+	CHECK(c->slot[0].vcpu == 2 && c->v[0].st.yields_given == 1);
+	sched_core_destroy(c);
+}
+
+static void case_gang(void)
+{
+	struct fake f;
+	int vm_of[4] = { 0, 0, 1, 1 };
+	struct sched_core *c = mk("gang", 2, 4, 2, vm_of, false, 0, &f);
+	uint64_t now = 0;
+	CHECK(c->slot[0].vcpu == 0 && c->slot[1].vcpu == 1);
+	int switches = 0, cur = 0;
+	for (int i = 0; i < 2000; i++) {
+		uint64_t d = sched_core_next_deadline(c);
+		uint64_t t = now + 7 * US;
+		now = d < t ? d : t;
+		if (now == d) {
+			sched_core_tick(c, now);
+		} else {
+			for (int v = 0; v < 4; v++)
+				if (f.force[v]) {
+					sched_core_yield(c, v, now);
+					break;
+				}
+		}
+		drain(c, &f, now);
+		check_invariants(c, &f, now);
+		if (running_count(c) == 2 && c->v[c->slot[0].vcpu].vm != cur) {
+			cur = !cur;
+			switches++;
+		}
+	}
+	CHECK(switches >= 4);
+	sched_core_destroy(c);
+}
+
+static void case_hist(void)
+{
+	struct sched_hist h = { 0 };
+	for (uint64_t i = 1; i <= 1000; i++)
+		sched_hist_add(&h, i * 1000);
+	uint64_t p50 = sched_hist_percentile(&h, 50), p99 = sched_hist_percentile(&h, 99);
+	CHECK(p50 >= 500000 && p50 <= 500000 * 5 / 4);
+	CHECK(p99 >= 990000 && p99 <= 1000000);
+	CHECK(sched_hist_percentile(&h, 100) == 1000000);
+}
+
+static void run_cases(void)
+{
+	case_basics();
+	case_round_robin();
+	case_kick_before_wait();
+	case_kick_front_and_handoff();
+	case_wait_timeout();
+	case_deadlock();
+	case_deferral();
+	case_hint_spin();
+	case_gang();
+	case_hist();
+}
+
+
+int main(void)
+{
+	run_cases();
+	run_random_all();
+	printf("%ld passed, %ld failed\n", n_pass, n_fail);
+	return n_fail != 0;
+}
