@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#define VMM_ABI_VERSION 1u
+#define VMM_ABI_VERSION 2u
 
 /*
  * A hypercall is one 8-byte MMIO read from VMM_HC_BASE + 8 * nr.
@@ -23,11 +23,11 @@ enum vmm_hc_nr {
 	VMM_HC_CONSOLE_WRITE = 1, /* (gpa, len) -> bytes written */
 	VMM_HC_REPORT = 2,        /* (key_gpa, value) -> 0 */
 	VMM_HC_EXIT = 3,          /* (status) -> does not return */
-	/* reserved for the co-scheduler and PV locks (later ABI versions) */
-	VMM_HC_WAIT = 4,     /* (gpa, expected u32, timeout_ns) */
-	VMM_HC_KICK = 5,     /* (vcpu) */
-	VMM_HC_YIELD_TO = 6, /* (vcpu or -1) */
-	VMM_HC_SPIN = 7,     /* (vcpu waited for or -1) */
+	/* version 2: the co-scheduler's calls (ABI.md section 4) */
+	VMM_HC_WAIT = 4,     /* (gpa, expected u32, timeout_ns) -> 0 kicked, 1 value differs */
+	VMM_HC_KICK = 5,     /* (vcpu) -> 0 */
+	VMM_HC_YIELD_TO = 6, /* (vcpu or -1) -> 0 once running again */
+	VMM_HC_SPIN = 7,     /* (vcpu waited for or -1) -> 0 once running again */
 	VMM_HC_COUNT = 8,
 };
 
@@ -37,6 +37,19 @@ enum vmm_hc_nr {
 #define VMM_EFAULT 14
 #define VMM_EINVAL 22
 #define VMM_ENOSYS 38
+#define VMM_ETIMEDOUT 110
+
+/*
+ * /vmm/pv-features (u32): what this VMM serves to this guest. A guest uses a
+ * paravirtual path only when its bit is set, and falls back to plain spinning
+ * otherwise, the way Linux reads KVM's CPUID leaf 0x40000001.
+ */
+#define VMM_PV_WAIT_KICK (1u << 0)  /* wait/kick: PV spinlocks (--pv-spinlock on) */
+#define VMM_PV_YIELD (1u << 1)      /* yield_to */
+#define VMM_PV_SPIN_EXIT (1u << 2)  /* spin: leave a spin loop by hypercall (--spin-detect yield) */
+#define VMM_PV_SPIN_HINT (1u << 3)  /* spinning_since is read (--spin-detect hint) */
+#define VMM_PV_SAFE_POINT (1u << 4) /* preempt_pending is set (safe-point preemption) */
+#define VMM_PV_PREEMPTED (1u << 5)  /* preempted is maintained (co-scheduler on) */
 
 #define VMM_REPORT_KEY_MAX 31 /* bytes, not counting the NUL */
 #define VMM_CONSOLE_WRITE_MAX 4096

@@ -7,7 +7,11 @@
  * leads the next set, so every VM gets its turn. A set changes only at a
  * slice boundary (or at once when nothing in it is runnable), and it is a
  * barrier: no vCPU of the new set is granted until every vCPU of the old one
- * has left its slot, so the whole new set starts in one step.
+ * has left its slot, so the whole new set starts in one step. (A vCPU woken
+ * while the old set is still leaving joins its VM's running siblings at
+ * once if a slot is free; if none is, its VM runs in part until the old
+ * set's last vCPU is out: at most the exit latency, or defer_max_ns with
+ * safe-point deferral.)
  *
  * Slots of a set member that waits or halts stay empty: filling them with
  * another VM would break the all-or-nothing promise when the member wakes.
@@ -147,14 +151,24 @@ static int gang_pick_next(struct sched_core *c, int slot, uint64_t now)
 	struct gang *g = c->pstate;
 	if (!g->have_set)
 		compute_set(c, g, now);
+	bool barrier = false;
 	for (int s = 0; s < c->nslots; s++) {
 		int v = c->slot[s].vcpu;
 		if (v >= 0 && !g->in_set[c->v[v].vm])
-			return -1; /* the old set has not left yet */
+			barrier = true; /* the old set has not left yet */
 	}
-	SCHED_FOR_EACH_QUEUED(c, it)
-		if (g->in_set[c->v[it].vm])
+	SCHED_FOR_EACH_QUEUED(c, it) {
+		if (!g->in_set[c->v[it].vm])
+			continue;
+		if (!barrier)
 			return it;
+		/* A woken vCPU may still join siblings that already run. */
+		for (int s = 0; s < c->nslots; s++) {
+			int v = c->slot[s].vcpu;
+			if (v >= 0 && c->v[v].vm == c->v[it].vm)
+				return it;
+		}
+	}
 	return -1;
 }
 

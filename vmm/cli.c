@@ -10,7 +10,7 @@
 
 /* Large enough for any real guest, small enough to catch typos like -m 4T. */
 #define MEM_MIN (4ull << 20)
-#define MEM_MAX (1ull << 40)
+#define MEM_MAX (3ull << 30) /* RAM lies below the hypercall window (layout.h) */
 /* Unless told, a guest gets its duration plus a margin for boot and report. */
 #define TIMEOUT_AUTO UINT64_MAX
 #define TIMEOUT_MARGIN_MS 30000
@@ -112,7 +112,7 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			if (parse_size(arg, &v))
 				return fail(err, errlen, "--mem: '%s' is not a size (e.g. 256, 128M, 1G)", arg);
 			if (v < MEM_MIN || v > MEM_MAX)
-				return fail(err, errlen, "--mem: %s is outside 4M..1T", arg);
+				return fail(err, errlen, "--mem: %s is outside 4M..3G", arg);
 			cfg->mem_bytes = (v + (2ull << 20) - 1) & ~((2ull << 20) - 1); /* KVM wants whole pages; 2M keeps huge pages */
 			break;
 		case OPT_FIRMWARE: cfg->firmware_path = arg; break;

@@ -39,7 +39,7 @@ static int build_vmm(void *fdt, const struct fdt_guest_info *info)
 {
 	const struct vm_config *cfg = info->cfg;
 	TRY(fdt_begin_node(fdt, "vmm"));
-	TRY(fdt_property_string(fdt, "compatible", "vmm,hypercall-v1"));
+	TRY(fdt_property_string(fdt, "compatible", "vmm,hypercall-v2"));
 	TRY(fdt_property_u32(fdt, "abi-version", VMM_ABI_VERSION));
 	TRY(fdt_property_u32(fdt, "num-cpus", cfg->ncpus));
 	TRY(fdt_property_u64(fdt, "tsc-hz", info->tsc_hz));

@@ -62,10 +62,14 @@ static const char *image_name(const struct vm *vm)
 void report_print(FILE *out, const struct vm *vm, const struct run_summary *s)
 {
 	const struct vm_config *cfg = vm->cfg;
-	fprintf(out, "\n== vmm %s: %s, lock %s, %u vCPUs, %lluM, guest %s ==\n", VMM_VERSION, cfg->workload,
-		cfg->lock, cfg->ncpus, (unsigned long long)(cfg->mem_bytes >> 20), image_name(vm));
-	fprintf(out, "status     %s (exit %d), wall %.3f s\n", report_status_name(s->status), s->status,
-		(double)(vm->end_ns - vm->start_ns) / 1e9);
+	if (cfg->firmware_path)
+		fprintf(out, "\n== vmm %s: guest %s, %u vCPU%s, %lluM ==\n", VMM_VERSION, cfg->firmware_path,
+			cfg->ncpus, cfg->ncpus == 1 ? "" : "s", (unsigned long long)(cfg->mem_bytes >> 20));
+	else
+		fprintf(out, "\n== vmm %s: %s, lock %s, %u vCPU%s, %lluM ==\n", VMM_VERSION, cfg->workload,
+			cfg->lock, cfg->ncpus, cfg->ncpus == 1 ? "" : "s", (unsigned long long)(cfg->mem_bytes >> 20));
+	fprintf(out, "status     %s (exit %d, guest status %u), wall %.3f s\n", report_status_name(s->status),
+		s->status, atomic_load(&vm->guest_status), (double)(vm->end_ns - vm->start_ns) / 1e9);
 	if (s->ops_vcpus) {
 		fprintf(out, "ops/s      %.0f  (%llu ops in %.3f s)\n", s->ops_per_s,
 			(unsigned long long)s->ops_total, (double)s->elapsed_ns / 1e9);
@@ -201,6 +205,7 @@ int report_write_json(const char *path, const struct vm *vm, const struct run_su
 	json_u64(&j, "abi_version", VMM_ABI_VERSION);
 	json_str(&j, "status", report_status_name(s->status));
 	json_i64(&j, "exit_code", s->status);
+	json_u64(&j, "guest_status", atomic_load(&vm->guest_status));
 	json_config(&j, vm);
 	if (s->ops_vcpus) {
 		json_f64(&j, "ops_per_s", s->ops_per_s);

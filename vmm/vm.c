@@ -122,7 +122,7 @@ static int setup_memory(struct vm *vm, struct vm_error *err)
 	const struct vm_config *cfg = vm->cfg;
 	if (layout_compute(cfg->mem_bytes, cfg->ncpus, &vm->layout))
 		return fail(err, VMM_EXIT_USAGE, -EINVAL,
-			    "--mem: %lluM is not enough for %u vCPUs (or above the 3G supported)",
+			    "--mem: %lluM is not enough for %u vCPUs",
 			    (unsigned long long)(cfg->mem_bytes >> 20), cfg->ncpus);
 	vm->mem = mmap(NULL, cfg->mem_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (vm->mem == MAP_FAILED) {

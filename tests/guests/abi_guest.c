@@ -2,14 +2,14 @@
  * abi_guest — a test guest written from hypercalls/ABI.md alone.
  *
  * Every vCPU: walk the device tree for /vmm/num-cpus and /vmm/hypercall-base,
- * check the `version` hypercall answers 1, report "vcpu_seen" = index + 100
+ * check the `version` hypercall answers 1 or later, report "vcpu_seen" = index + 100
  * and "ops" = (index + 1) * 10, then exit(0). vCPU 0 also writes a line with
  * console_write, reports "ncpus", and makes three deliberately bad calls,
  * reporting the negated results as "bad_nr" (38), "bad_buf" (14) and
  * "bad_key" (22).
  *
  * A failed check ends the VM with a non-zero exit status (vmm exits 1):
- *   2 bad device tree, 3 /vmm property missing, 4 version != 1,
+ *   2 bad device tree, 3 /vmm property missing, 4 version < 1,
  *   5 vCPU index >= num-cpus, 6 a good report failed, 7 console_write short,
  *   101 (abi_entry.S) index beyond the guest's stacks.
  * Before exiting with a failure, the guest reports the cause where it can.
@@ -183,7 +183,7 @@ __attribute__((noreturn)) void guest_main(const u8 *fdt, u64 idx)
 	}
 
 	s64 v = hc(base, HC_VERSION, 0, 0);
-	if (v != 1) {
+	if (v < 1) { /* later versions only add to version 1 */
 		hc(base, HC_REPORT, (u64)"bad_version", (u64)v);
 		hc_exit(base, 4);
 	}

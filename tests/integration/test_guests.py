@@ -33,7 +33,7 @@ def test_guest_exit_port_status():
     need_kvm()
     r = vmm("--firmware", guest("exit_port_guest.elf"), "-c", "2", "--timeout", "60s")
     assert r.rc == 1, r  # the guest ended with status 7: a guest failure
-    assert r.report["status"] == "guest_failed"
+    assert r.report["status"] == "guest_failed" and r.report["guest_status"] == 7, r.report
 
 
 def test_triple_fault_is_reported_with_registers():

@@ -45,7 +45,7 @@ int main(void)
 
 	int vmm = fdt_path_offset(buf, "/vmm");
 	CHECK(vmm >= 0);
-	CHECK(!strcmp(get_str(buf, vmm, "compatible"), "vmm,hypercall-v1"));
+	CHECK(!strcmp(get_str(buf, vmm, "compatible"), "vmm,hypercall-v2"));
 	CHECK_EQ(get_u32(buf, vmm, "abi-version"), VMM_ABI_VERSION);
 	CHECK_EQ(get_u32(buf, vmm, "num-cpus"), 6);
 	CHECK_EQ(get_u64(buf, vmm, "tsc-hz"), 2100000000ull);
