@@ -7,11 +7,21 @@
 #include "firmware/dt_config.h"
 #include "hypercalls/abi.h"
 
+/* Hypercalls the PV paths made; only slow paths bump these. */
+struct fw_pv_stats {
+	uint64_t spins, waits, kicks, yields;
+};
+
 struct fw_cpu {
 	uint32_t idx;
+	/* Copies of configuration the spin loops read, kept beside idx so a
+	 * slow path never chases cfg. */
+	uint32_t pv;             /* /vmm/pv-features: VMM_PV_* */
+	uint32_t spin_threshold; /* pauses without progress before a slow step; >= 1 */
 	/* Read by the VMM at any time: plain volatile stores, never an exit. */
 	volatile struct vmm_shared_page *sp;
 	const struct fw_config *cfg;
+	struct fw_pv_stats stats;
 };
 
 static inline volatile struct vmm_shared_page *fw_shared_page(const struct fw_config *cfg,

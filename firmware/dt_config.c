@@ -92,6 +92,23 @@ static int get_node(const struct fw_config *cfg, const char *path)
 	return node;
 }
 
+/* An optional u32: absent gives dflt; present but malformed is an error. */
+static int get_u32_opt(const struct fw_config *cfg, int node, const char *path,
+		       const char *name, uint32_t dflt, uint32_t *out)
+{
+	if (!fdt_getprop(cfg->fdt, node, name, NULL)) {
+		*out = dflt;
+		return 0;
+	}
+	return get_u32(cfg, node, path, name, out);
+}
+
+int fw_dt_workload_u32_opt(const struct fw_config *cfg, const char *prop, uint32_t dflt,
+			   uint32_t *out)
+{
+	return get_u32_opt(cfg, cfg->workload_node, "/vmm/workload", prop, dflt, out);
+}
+
 int fw_dt_workload_u32(const struct fw_config *cfg, const char *prop, uint32_t *out)
 {
 	return get_u32(cfg, cfg->workload_node, "/vmm/workload", prop, out);
@@ -136,7 +153,9 @@ int fw_config_parse(struct fw_config *cfg, const void *fdt)
 	    get_u64(cfg, vmm, "/vmm", "tsc-hz", &cfg->tsc_hz) ||
 	    get_u64(cfg, vmm, "/vmm", "hypercall-base", &cfg->hc_base) ||
 	    get_u64(cfg, vmm, "/vmm", "shared-pages", &cfg->shared_pages) ||
-	    get_u32(cfg, vmm, "/vmm", "vm-id", &cfg->vm_id))
+	    get_u32(cfg, vmm, "/vmm", "vm-id", &cfg->vm_id) ||
+	    /* Absent in a VMM that offers no PV service (ABI.md 4.2). */
+	    get_u32_opt(cfg, vmm, "/vmm", "pv-features", 0, &cfg->pv_features))
 		return -1;
 
 	mem = get_node(cfg, "/memory@0");

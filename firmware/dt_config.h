@@ -14,6 +14,7 @@ struct fw_config {
 	const void *fdt;
 	bool quiet; /* set by the caller: only one vCPU explains errors */
 	uint32_t abi_version, num_cpus, vm_id;
+	uint32_t pv_features; /* VMM_PV_* (abi.h); 0 when the tree has none */
 	uint64_t tsc_hz, hc_base, shared_pages, mem_base, mem_size;
 	int workload_node;
 	const char *workload; /* /vmm/workload name */
@@ -23,6 +24,9 @@ struct fw_config {
 /* 0, or -1 after a console message (unless cfg->quiet). */
 int fw_config_parse(struct fw_config *cfg, const void *fdt);
 int fw_dt_workload_u32(const struct fw_config *cfg, const char *prop, uint32_t *out);
+/* Absent gives dflt; present but not a u32 is an error. */
+int fw_dt_workload_u32_opt(const struct fw_config *cfg, const char *prop, uint32_t dflt,
+			   uint32_t *out);
 int fw_dt_workload_str(const struct fw_config *cfg, const char *prop, const char **out);
 
 /* A configuration error, printed unless cfg->quiet. */

@@ -5,10 +5,17 @@
  * (static_assert that it fits); per-vCPU state such as MCS queue nodes can
  * be a static array in that file indexed by self->idx.
  *
- * Spin hints (no exits, the VMM reads them from the shared page): the
- * wrappers below keep in_critical > 0 while queued or holding; a lock's
- * slow path calls fw_spin_begin once when it starts waiting and
- * fw_spin_end once it has the lock.
+ * Every kind stores its holder's vCPU index in the lock after acquiring
+ * (a plain store, on a cache line waiters do not spin on) and spins only
+ * through spin.h, so waiters publish waiting_for (the holder they see, or
+ * for queue locks the vCPU they queue behind) and take the SPIN exit when
+ * the VMM serves it. The wrappers below keep in_critical > 0 while queued
+ * or holding, and make the release the safe point of VMM_PV_SAFE_POINT.
+ *
+ * State kept in static arrays limits the kinds that use it: with per-vCPU
+ * MCS nodes a vCPU holds or queues for one lock of that kind at a time;
+ * pvticket's sleeper slots serve a single lock instance. The workloads
+ * need no more.
  */
 #ifndef FW_LOCK_H
 #define FW_LOCK_H
@@ -16,7 +23,8 @@
 #include <stdint.h>
 
 #include "firmware/cpu.h"
-#include "firmware/tsc.h"
+#include "firmware/pv.h"
+#include "firmware/spin.h"
 
 #define FW_LOCK_SIZE 128
 
@@ -47,16 +55,6 @@ const struct lock_ops *fw_lock_find(const char *name);
 /* "ticket, tas" into buf, for error messages. */
 const char *fw_lock_names(char *buf, unsigned len);
 
-static inline void fw_spin_begin(struct fw_cpu *self)
-{
-	self->sp->spinning_since = fw_rdtsc();
-}
-
-static inline void fw_spin_end(struct fw_cpu *self)
-{
-	self->sp->spinning_since = 0;
-}
-
 static inline void fw_lock_acquire(const struct lock_ops *ops, union fw_lock *l,
 				   struct fw_cpu *self)
 {
@@ -67,10 +65,17 @@ static inline void fw_lock_acquire(const struct lock_ops *ops, union fw_lock *l,
 static inline void fw_lock_release(const struct lock_ops *ops, union fw_lock *l,
 				   struct fw_cpu *self)
 {
+	uint32_t depth = self->sp->in_critical - 1;
+
 	ops->unlock(l, self);
-	/* Leaving the lock region: the safe point where a later ABI honours
-	 * preempt_pending. */
-	self->sp->in_critical = self->sp->in_critical - 1;
+	self->sp->in_critical = depth;
+	/* The safe point: the VMM deferred a preemption while we were in the
+	 * lock region. preempt_pending is first because it is almost always
+	 * 0, so the fast path costs one load of our own page. No fence: a
+	 * request that races with this store is caught at the next release
+	 * or by the VMM's hard deadline. */
+	if (!depth && self->sp->preempt_pending && (self->pv & VMM_PV_SAFE_POINT))
+		fw_pv_yield_to(self, -1);
 }
 
 #endif

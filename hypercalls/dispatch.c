@@ -1,5 +1,7 @@
 #include "hypercalls/hypercalls.h"
 
+#include "hypercalls/pv_calls.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +21,7 @@ const char *hc_name(uint64_t nr)
 	return nr < VMM_HC_COUNT ? hc_names[nr] : "unknown";
 }
 
-static struct hc_result bad(struct hc_vm *vm, unsigned vcpu, uint64_t nr, int err, const char *why)
+struct hc_result hc_bad(struct hc_vm *vm, unsigned vcpu, uint64_t nr, int err, const char *why)
 {
 	atomic_fetch_add(&vm->errors, 1);
 	if (atomic_fetch_add(&vm->warned, 1) < HC_WARN_MAX)
@@ -29,7 +31,7 @@ static struct hc_result bad(struct hc_vm *vm, unsigned vcpu, uint64_t nr, int er
 }
 
 /* A guest range [gpa, gpa+len) inside RAM, or NULL. */
-static const uint8_t *guest_range(const struct hc_vm *vm, uint64_t gpa, uint64_t len)
+const uint8_t *hc_guest_range(const struct hc_vm *vm, uint64_t gpa, uint64_t len)
 {
 	if (gpa > vm->mem_size || len > vm->mem_size - gpa)
 		return NULL;
@@ -46,17 +48,17 @@ static struct hc_result do_report(struct hc_vm *vm, unsigned vcpu, uint64_t key_
 	char key[VMM_REPORT_KEY_MAX + 1];
 	unsigned len = 0;
 	for (;; len++) {
-		const uint8_t *p = guest_range(vm, key_gpa + len, 1);
+		const uint8_t *p = hc_guest_range(vm, key_gpa + len, 1);
 		if (!p || key_gpa + len < key_gpa)
-			return bad(vm, vcpu, VMM_HC_REPORT, VMM_EFAULT, "key outside guest memory");
+			return hc_bad(vm, vcpu, VMM_HC_REPORT, VMM_EFAULT, "key outside guest memory");
 		if (!*p)
 			break;
 		if (len == VMM_REPORT_KEY_MAX || !key_char_ok((char)*p))
-			return bad(vm, vcpu, VMM_HC_REPORT, VMM_EINVAL, "key too long or not [A-Za-z0-9_.-]");
+			return hc_bad(vm, vcpu, VMM_HC_REPORT, VMM_EINVAL, "key too long or not [A-Za-z0-9_.-]");
 		key[len] = (char)*p;
 	}
 	if (!len)
-		return bad(vm, vcpu, VMM_HC_REPORT, VMM_EINVAL, "empty key");
+		return hc_bad(vm, vcpu, VMM_HC_REPORT, VMM_EINVAL, "empty key");
 	key[len] = '\0';
 
 	struct hc_vcpu_reports *r = &vm->reports[vcpu];
@@ -65,7 +67,7 @@ static struct hc_result do_report(struct hc_vm *vm, unsigned vcpu, uint64_t key_
 		;
 	if (i == r->n) {
 		if (r->n == HC_MAX_REPORTS)
-			return bad(vm, vcpu, VMM_HC_REPORT, VMM_EINVAL, "too many distinct keys");
+			return hc_bad(vm, vcpu, VMM_HC_REPORT, VMM_EINVAL, "too many distinct keys");
 		r->n++;
 		memcpy(r->e[i].key, key, len + 1);
 	}
@@ -76,7 +78,7 @@ static struct hc_result do_report(struct hc_vm *vm, unsigned vcpu, uint64_t key_
 struct hc_result hc_dispatch(struct hc_vm *vm, unsigned vcpu, uint64_t nr, const uint64_t a[4])
 {
 	if (nr >= VMM_HC_COUNT)
-		return bad(vm, vcpu, nr, VMM_ENOSYS, "unknown hypercall number");
+		return hc_bad(vm, vcpu, nr, VMM_ENOSYS, "unknown hypercall number");
 	atomic_fetch_add(&vm->calls[nr], 1);
 
 	switch (nr) {
@@ -84,10 +86,10 @@ struct hc_result hc_dispatch(struct hc_vm *vm, unsigned vcpu, uint64_t nr, const
 		return (struct hc_result){ .ret = VMM_ABI_VERSION };
 	case VMM_HC_CONSOLE_WRITE: {
 		if (a[1] > VMM_CONSOLE_WRITE_MAX)
-			return bad(vm, vcpu, nr, VMM_EINVAL, "length over VMM_CONSOLE_WRITE_MAX");
-		const uint8_t *p = guest_range(vm, a[0], a[1]);
+			return hc_bad(vm, vcpu, nr, VMM_EINVAL, "length over VMM_CONSOLE_WRITE_MAX");
+		const uint8_t *p = hc_guest_range(vm, a[0], a[1]);
 		if (!p)
-			return bad(vm, vcpu, nr, VMM_EFAULT, "buffer outside guest memory");
+			return hc_bad(vm, vcpu, nr, VMM_EFAULT, "buffer outside guest memory");
 		if (vm->console && a[1])
 			vm->console(vm->opaque, (const char *)p, (unsigned)a[1]);
 		return (struct hc_result){ .ret = (int64_t)a[1] };
@@ -96,9 +98,15 @@ struct hc_result hc_dispatch(struct hc_vm *vm, unsigned vcpu, uint64_t nr, const
 		return do_report(vm, vcpu, a[0], a[1]);
 	case VMM_HC_EXIT:
 		return (struct hc_result){ .exit_vcpu = true, .exit_status = (uint32_t)a[0] };
+	case VMM_HC_WAIT:
+		return hc_wait(vm, vcpu, a[0], a[1], a[2]);
+	case VMM_HC_KICK:
+		return hc_kick(vm, vcpu, a[0]);
+	case VMM_HC_YIELD_TO:
+	case VMM_HC_SPIN:
+		return hc_yield(vm, vcpu, nr, a[0]);
 	default:
-		/* Reserved for the co-scheduler's PV calls: not served by ABI v1. */
-		return bad(vm, vcpu, nr, VMM_ENOSYS, "not served by this ABI version");
+		return hc_bad(vm, vcpu, nr, VMM_ENOSYS, "unknown hypercall number");
 	}
 }
 

@@ -24,6 +24,8 @@ struct hc_vcpu_reports {
 	struct hc_report_entry e[HC_MAX_REPORTS];
 };
 
+struct sched;
+
 struct hc_vm {
 	uint8_t *mem;
 	uint64_t mem_size;
@@ -31,6 +33,11 @@ struct hc_vm {
 	struct hc_vcpu_reports *reports; /* [ncpus] */
 	void (*console)(void *opaque, const char *buf, unsigned len);
 	void *opaque;
+	/* wait/kick/yield/spin: the scheduler, and this VM's first vCPU in it */
+	struct sched *sched;
+	int sched_base;
+	uint32_t pv_features; /* VMM_PV_*: calls whose bit is clear answer -ENOSYS */
+	bool host_yield;      /* --sched host: yield means sched_yield(2) */
 	atomic_uint_fast64_t calls[VMM_HC_COUNT];
 	atomic_uint_fast64_t errors; /* calls answered with an error code */
 	atomic_uint_fast64_t warned;
@@ -40,6 +47,7 @@ struct hc_result {
 	int64_t ret;
 	bool exit_vcpu;
 	uint32_t exit_status;
+	int stop; /* non-zero (-ECANCELED, -EDEADLK): the scheduler says this vCPU must end */
 };
 
 /* Never fails: a bad call gets ret < 0 and is counted in vm->errors. */

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sched/sched.h"
 #include "vcpu/x86_cpuid.h"
 
 static void kick_handler(int sig)
@@ -137,6 +138,10 @@ static bool handle_mmio(struct vcpu *v)
 			return false;
 		} else {
 			struct hc_result res = hc_dispatch(v->env->hc, v->id, off / 8, args);
+			if (res.stop) {
+				end_vcpu(v, VCPU_STOPPED, res.stop == -EDEADLK ? "guest deadlock: waiting for a kick" : NULL);
+				return false;
+			}
 			if (res.exit_vcpu) {
 				v->exit_status = res.exit_status;
 				end_vcpu(v, VCPU_EXITED, NULL);
@@ -232,9 +237,16 @@ static void *vcpu_thread(void *arg)
 	snprintf(name, sizeof(name), "vcpu%u", v->id);
 	pthread_setname_np(pthread_self(), name);
 
+	struct sched *s = v->env->sched;
+	int me = v->env->sched_base + (int)v->id;
 	int r = set_run_sigmask(v);
 	if (r) {
 		end_vcpu(v, VCPU_FAULTED, "KVM_SET_SIGNAL_MASK: %s", strerror(-r));
+		goto out;
+	}
+	/* A vCPU enters guest mode only while it holds a physical-CPU slot. */
+	if (s && sched_vcpu_enter(s, me) < 0) {
+		end_vcpu(v, VCPU_STOPPED, NULL);
 		goto out;
 	}
 	for (;;) {
@@ -247,6 +259,10 @@ static void *vcpu_thread(void *arg)
 				v->exits.total++;
 				v->exits.intr++;
 				drain_kick();
+				if (s && sched_vcpu_after_exit(s, me) && sched_vcpu_yield_slot(s, me) < 0) {
+					end_vcpu(v, VCPU_STOPPED, NULL);
+					break;
+				}
 				continue;
 			}
 			end_vcpu(v, VCPU_FAULTED, "KVM_RUN: %s", strerror(errno));
@@ -254,8 +270,15 @@ static void *vcpu_thread(void *arg)
 		}
 		if (!handle_exit(v))
 			break;
+		/* one atomic load unless the scheduler wants the slot back */
+		if (s && sched_vcpu_after_exit(s, me) && sched_vcpu_yield_slot(s, me) < 0) {
+			end_vcpu(v, VCPU_STOPPED, NULL);
+			break;
+		}
 	}
 out:
+	if (s)
+		sched_vcpu_done(s, me);
 	v->env->ended(v->env->opaque, v);
 	return NULL;
 }

@@ -21,6 +21,8 @@
 
 #define VCPU_KICK_SIGNAL (SIGRTMIN + 0)
 
+struct sched;
+
 enum vcpu_end {
 	VCPU_RUNNING = 0,
 	VCPU_EXITED,  /* the guest said exit (hypercall) */
@@ -46,6 +48,8 @@ struct vcpu_env {
 	struct io_bus *mmio;
 	struct hc_vm *hc;
 	atomic_int *stop; /* non-zero: every vCPU leaves KVM_RUN and ends */
+	struct sched *sched; /* the co-scheduler, or NULL: always runnable */
+	int sched_base;      /* this VM's vCPU 0 in the scheduler's numbering */
 	void (*ended)(void *opaque, struct vcpu *v);
 	void (*guest_exit)(void *opaque, unsigned vcpu, uint32_t status);
 	void *opaque;

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "sched/policy.h"
 #include "vmm/parse.h"
 #include "vmm/workloads.h"
 
@@ -27,11 +28,21 @@ void vm_config_defaults(struct vm_config *cfg)
 	cfg->spin_threshold = 4096;
 	cfg->duration_ms = 2000;
 	cfg->timeout_ms = TIMEOUT_AUTO;
+	cfg->sched_mode = SCHED_MODE_VMM;
+	cfg->vms = 1;
+	cfg->policy = "pv";
+	cfg->spin_detect = SPIN_DETECT_HINT;
+	cfg->slice_us = 2000;
+	cfg->ple_window_us = 50;
+	cfg->defer_us = 200;
+	cfg->safe_point = true;
+	cfg->pv_spinlock = true;
+	cfg->pv_shootdown = true;
 }
 
 void cli_print_run_usage(FILE *out)
 {
-	char w[128], l[128];
+	char w[128], l[128], p[128];
 	fprintf(out,
 		"usage: vmm run [options]\n"
 		"  -c, --cpus N            vCPUs (default 2)\n"
@@ -46,9 +57,24 @@ void cli_print_run_usage(FILE *out)
 		"      --timeout T         stop a guest that runs longer, 0 = never (default duration + 30s)\n"
 		"      --json FILE         also write the report as JSON\n"
 		"  -q, --quiet             do not echo the guest console\n"
+		"co-scheduler:\n"
+		"      --sched vmm|host    vmm: our co-scheduler; host: threads left to the host kernel on\n"
+		"                          the --pcpus CPUs, what other VMMs do (default vmm)\n"
+		"      --pcpus M           physical CPU slots (default: every CPU this process may use)\n"
+		"      --vms K             K copies of the guest under one scheduler (default 1)\n"
+		"      --yield POLICY      %s (default pv)\n"
+		"      --spin-detect LIST  comma list of ple, hint, yield, or none (default hint)\n"
+		"      --slice-us N        time slice (default 2000)\n"
+		"      --ple-window-us N   how long a spin lasts before it counts (default 50)\n"
+		"      --safe-point on|off defer preemption while the guest is in a lock region (default on)\n"
+		"      --defer-us N        hard bound on such a deferral (default 200)\n"
+		"      --pv-spinlock on|off offer wait/kick to the guest (default on)\n"
+		"      --pv-shootdown on|off PV variant of the shootdown workload (default on)\n"
+		"      --trace FILE        scheduling timeline as Chrome trace-event JSON (Perfetto)\n"
 		"  -h, --help              this text\n",
 		vmm_name_list(vmm_workload_names, w, sizeof(w)),
-		vmm_name_list(vmm_lock_names, l, sizeof(l)));
+		vmm_name_list(vmm_lock_names, l, sizeof(l)),
+		vmm_name_list(sched_policy_names(), p, sizeof(p)));
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -62,7 +88,9 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 enum {
 	OPT_FIRMWARE = 256, OPT_WORKLOAD, OPT_LOCK, OPT_CS, OPT_WORK, OPT_SPIN,
-	OPT_DURATION, OPT_TIMEOUT, OPT_JSON,
+	OPT_DURATION, OPT_TIMEOUT, OPT_JSON, OPT_SCHED, OPT_PCPUS, OPT_VMS, OPT_YIELD,
+	OPT_SPIN_DETECT, OPT_SLICE, OPT_PLE_WINDOW, OPT_SAFE_POINT, OPT_DEFER, OPT_PV_SPINLOCK,
+	OPT_PV_SHOOTDOWN, OPT_TRACE,
 };
 
 static const struct option run_opts[] = {
@@ -77,6 +105,18 @@ static const struct option run_opts[] = {
 	{ "duration", required_argument, 0, OPT_DURATION },
 	{ "timeout", required_argument, 0, OPT_TIMEOUT },
 	{ "json", required_argument, 0, OPT_JSON },
+	{ "sched", required_argument, 0, OPT_SCHED },
+	{ "pcpus", required_argument, 0, OPT_PCPUS },
+	{ "vms", required_argument, 0, OPT_VMS },
+	{ "yield", required_argument, 0, OPT_YIELD },
+	{ "spin-detect", required_argument, 0, OPT_SPIN_DETECT },
+	{ "slice-us", required_argument, 0, OPT_SLICE },
+	{ "ple-window-us", required_argument, 0, OPT_PLE_WINDOW },
+	{ "safe-point", required_argument, 0, OPT_SAFE_POINT },
+	{ "defer-us", required_argument, 0, OPT_DEFER },
+	{ "pv-spinlock", required_argument, 0, OPT_PV_SPINLOCK },
+	{ "pv-shootdown", required_argument, 0, OPT_PV_SHOOTDOWN },
+	{ "trace", required_argument, 0, OPT_TRACE },
 	{ "quiet", no_argument, 0, 'q' },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
@@ -90,6 +130,38 @@ static int parse_u32_opt(const char *name, const char *arg, uint64_t min, uint64
 		return fail(err, errlen, "%s: '%s' is not a whole number from %llu to %llu", name,
 			    arg, (unsigned long long)min, (unsigned long long)max);
 	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_on_off(const char *name, const char *arg, bool *out, char *err, size_t errlen)
+{
+	if (!strcmp(arg, "on") || !strcmp(arg, "1") || !strcmp(arg, "yes"))
+		*out = true;
+	else if (!strcmp(arg, "off") || !strcmp(arg, "0") || !strcmp(arg, "no"))
+		*out = false;
+	else
+		return fail(err, errlen, "%s: '%s' is neither on nor off", name, arg);
+	return 0;
+}
+
+static int parse_spin_detect(const char *arg, unsigned *out, char *err, size_t errlen)
+{
+	char buf[64];
+	unsigned mask = 0;
+	if (strlen(arg) >= sizeof(buf))
+		return fail(err, errlen, "--spin-detect: '%s' is too long", arg);
+	strcpy(buf, arg);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "ple"))
+			mask |= SPIN_DETECT_PLE;
+		else if (!strcmp(t, "hint"))
+			mask |= SPIN_DETECT_HINT;
+		else if (!strcmp(t, "yield"))
+			mask |= SPIN_DETECT_YIELD;
+		else if (strcmp(t, "none"))
+			return fail(err, errlen, "--spin-detect: unknown source '%s' (known: ple, hint, yield, none)", t);
+	}
+	*out = mask;
 	return 0;
 }
 
@@ -154,6 +226,63 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			cfg->timeout_ms = v;
 			break;
 		case OPT_JSON: cfg->json_path = arg; break;
+		case OPT_SCHED:
+			if (!strcmp(arg, "vmm"))
+				cfg->sched_mode = SCHED_MODE_VMM;
+			else if (!strcmp(arg, "host"))
+				cfg->sched_mode = SCHED_MODE_HOST;
+			else
+				return fail(err, errlen, "--sched: '%s' is neither vmm nor host", arg);
+			break;
+		case OPT_PCPUS:
+			r = parse_u32_opt("--pcpus", arg, 1, 4096, &cfg->pcpus, err, errlen);
+			if (r)
+				return r;
+			break;
+		case OPT_VMS:
+			r = parse_u32_opt("--vms", arg, 1, 64, &cfg->vms, err, errlen);
+			if (r)
+				return r;
+			break;
+		case OPT_YIELD:
+			if (!sched_policy_find(arg))
+				return fail(err, errlen, "--yield: unknown policy '%s' (known: %s)", arg,
+					    vmm_name_list(sched_policy_names(), names, sizeof(names)));
+			cfg->policy = arg;
+			break;
+		case OPT_SPIN_DETECT:
+			r = parse_spin_detect(arg, &cfg->spin_detect, err, errlen);
+			if (r)
+				return r;
+			break;
+		case OPT_SLICE:
+			r = parse_u32_opt("--slice-us", arg, 50, 10000000, &cfg->slice_us, err, errlen);
+			if (r)
+				return r;
+			break;
+		case OPT_PLE_WINDOW:
+			r = parse_u32_opt("--ple-window-us", arg, 5, 1000000, &cfg->ple_window_us, err, errlen);
+			if (r)
+				return r;
+			break;
+		case OPT_DEFER:
+			r = parse_u32_opt("--defer-us", arg, 1, 1000000, &cfg->defer_us, err, errlen);
+			if (r)
+				return r;
+			break;
+		case OPT_SAFE_POINT:
+			if ((r = parse_on_off("--safe-point", arg, &cfg->safe_point, err, errlen)))
+				return r;
+			break;
+		case OPT_PV_SPINLOCK:
+			if ((r = parse_on_off("--pv-spinlock", arg, &cfg->pv_spinlock, err, errlen)))
+				return r;
+			break;
+		case OPT_PV_SHOOTDOWN:
+			if ((r = parse_on_off("--pv-shootdown", arg, &cfg->pv_shootdown, err, errlen)))
+				return r;
+			break;
+		case OPT_TRACE: cfg->trace_path = arg; break;
 		case 'q': cfg->quiet = true; break;
 		case 'h': return CLI_HELP;
 		case ':': return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);

@@ -7,6 +7,16 @@
 
 #define VMM_VERSION "0.1.0"
 
+enum sched_mode {
+	SCHED_MODE_VMM,  /* the co-scheduler decides who runs on which slot */
+	SCHED_MODE_HOST, /* vCPU threads left to the host kernel, confined to M CPUs */
+};
+
+/* --spin-detect sources, as a bit mask. */
+#define SPIN_DETECT_PLE (1u << 0)
+#define SPIN_DETECT_HINT (1u << 1)
+#define SPIN_DETECT_YIELD (1u << 2)
+
 struct vm_config {
 	unsigned int ncpus;
 	uint64_t mem_bytes;
@@ -20,6 +30,18 @@ struct vm_config {
 	uint64_t timeout_ms; /* 0: none */
 	const char *json_path;
 	bool quiet; /* no guest console echo */
+
+	/* the co-scheduler */
+	enum sched_mode sched_mode;
+	unsigned pcpus; /* slots; 0: every CPU this process may use */
+	unsigned vms;   /* copies of the guest under one scheduler */
+	const char *policy;
+	unsigned spin_detect;
+	uint32_t slice_us, ple_window_us, defer_us;
+	bool safe_point;
+	bool pv_spinlock;
+	bool pv_shootdown;
+	const char *trace_path;
 };
 
 void vm_config_defaults(struct vm_config *cfg);

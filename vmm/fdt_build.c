@@ -46,6 +46,7 @@ static int build_vmm(void *fdt, const struct fdt_guest_info *info)
 	TRY(fdt_property_u64(fdt, "hypercall-base", VMM_HC_BASE));
 	TRY(fdt_property_u64(fdt, "shared-pages", info->layout->shared_gpa));
 	TRY(fdt_property_u32(fdt, "vm-id", info->vm_id));
+	TRY(fdt_property_u32(fdt, "pv-features", info->pv_features));
 
 	TRY(fdt_begin_node(fdt, "workload"));
 	TRY(fdt_property_string(fdt, "name", cfg->workload));
@@ -54,8 +55,27 @@ static int build_vmm(void *fdt, const struct fdt_guest_info *info)
 	TRY(fdt_property_u32(fdt, "cs-cycles", cfg->cs_cycles));
 	TRY(fdt_property_u32(fdt, "work-cycles", cfg->work_cycles));
 	TRY(fdt_property_u32(fdt, "spin-threshold", cfg->spin_threshold));
+	TRY(fdt_property_u32(fdt, "pv-shootdown", cfg->pv_shootdown));
 	TRY(fdt_end_node(fdt));
 	return fdt_end_node(fdt);
+}
+
+uint32_t fdt_pv_features(const struct vm_config *cfg)
+{
+	uint32_t f = VMM_PV_YIELD;
+	bool cosched = cfg->sched_mode == SCHED_MODE_VMM;
+	if (cfg->pv_spinlock)
+		f |= VMM_PV_WAIT_KICK;
+	if (cfg->spin_detect & SPIN_DETECT_YIELD)
+		f |= VMM_PV_SPIN_EXIT;
+	/* Hints, safe points and the preempted flag need someone to read and write them. */
+	if (cosched && (cfg->spin_detect & SPIN_DETECT_HINT))
+		f |= VMM_PV_SPIN_HINT;
+	if (cosched && cfg->safe_point)
+		f |= VMM_PV_SAFE_POINT;
+	if (cosched)
+		f |= VMM_PV_PREEMPTED;
+	return f;
 }
 
 int fdt_build(void *buf, size_t size, const struct fdt_guest_info *info)

@@ -17,7 +17,11 @@ struct fdt_guest_info {
 	const struct guest_layout *layout;
 	uint64_t tsc_hz;
 	uint32_t vm_id;
+	uint32_t pv_features; /* VMM_PV_* */
 };
+
+/* What this configuration offers the guest (ABI.md 4.2). */
+uint32_t fdt_pv_features(const struct vm_config *cfg);
 
 /* Writes the tree into buf; returns 0 or a negative libfdt error. */
 int fdt_build(void *buf, size_t size, const struct fdt_guest_info *info);

@@ -9,7 +9,7 @@
 #include "vmm/errors.h"
 #include "vmm/kvm.h"
 #include "vmm/report.h"
-#include "vmm/vm.h"
+#include "vmm/run.h"
 
 static void usage(FILE *out)
 {
@@ -18,6 +18,20 @@ static void usage(FILE *out)
 		"  run        boot a guest (default: the bundled lock benchmark)\n"
 		"  version    print the version\n"
 		"  help       this text; `vmm run --help` for run's options\n");
+}
+
+static void trace_vcpu_name(void *ctx, int g, char *buf, unsigned len)
+{
+	const struct run *r = ctx;
+	unsigned i;
+	const struct vm *vm = run_vm_of(r, (unsigned)g, &i);
+	snprintf(buf, len, "vm%u/vcpu%u", vm->id, i);
+}
+
+static int write_trace(const struct run *r)
+{
+	int slots = r->cfg->sched_mode == SCHED_MODE_HOST ? (int)r->nvcpus : (int)r->nslots;
+	return trace_write(r->trace, r->cfg->trace_path, (int)r->nvcpus, slots, trace_vcpu_name, (void *)r);
 }
 
 static int cmd_run(int argc, char **argv)
@@ -45,29 +59,42 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "vmm: %s\n", err);
 		return VMM_EXIT_HOST_ERROR;
 	}
-	struct vm vm;
+	struct run run;
 	struct vm_error verr = { 0 };
 	int status;
-	if (vm_create(&vm, &kvm, &cfg, &verr) < 0) {
+	if (run_create(&run, &cfg, &kvm, &verr) < 0) {
 		fprintf(stderr, "vmm: %s\n", verr.msg);
 		status = verr.status;
 	} else {
-		status = vm_run(&vm);
+		status = run_execute(&run);
 		struct run_summary sum;
-		report_summarize(&vm, status, &sum);
-		fflush(stdout);
-		report_print(stdout, &vm, &sum);
-		report_print_fault(stderr, &vm, &sum);
-		if (cfg.json_path) {
-			r = report_write_json(cfg.json_path, &vm, &sum);
-			if (r) {
-				fprintf(stderr, "vmm: --json %s: %s\n", cfg.json_path, strerror(-r));
-				if (status == VMM_EXIT_OK)
-					status = VMM_EXIT_HOST_ERROR;
+		if (report_summarize(&run, status, &sum) < 0) {
+			fprintf(stderr, "vmm: out of memory for the report\n");
+			status = VMM_EXIT_HOST_ERROR;
+		} else {
+			fflush(stdout);
+			report_print(stdout, &run, &sum);
+			report_print_fault(stderr, &run, &sum);
+			if (cfg.json_path) {
+				r = report_write_json(cfg.json_path, &run, &sum);
+				if (r) {
+					fprintf(stderr, "vmm: --json %s: %s\n", cfg.json_path, strerror(-r));
+					if (status == VMM_EXIT_OK)
+						status = VMM_EXIT_HOST_ERROR;
+				}
+			}
+			if (cfg.trace_path) {
+				r = write_trace(&run);
+				if (r) {
+					fprintf(stderr, "vmm: --trace %s: %s\n", cfg.trace_path, strerror(-r));
+					if (status == VMM_EXIT_OK)
+						status = VMM_EXIT_HOST_ERROR;
+				}
 			}
 		}
+		report_summary_free(&sum);
 	}
-	vm_destroy(&vm);
+	run_destroy(&run);
 	kvm_host_close(&kvm);
 	return status;
 }

@@ -1,11 +1,11 @@
 #include "vmm/report.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vcpu/x86_regs_dump.h"
 #include "vmm/errors.h"
-#include "vmm/json_writer.h"
 
 const char *report_status_name(int status)
 {
@@ -31,10 +31,27 @@ static void add_exits(struct vcpu_exit_counts *t, const struct vcpu_exit_counts 
 	t->other += e->other;
 }
 
-void report_summarize(const struct vm *vm, int status, struct run_summary *s)
+static void add_stats(struct sched_vcpu_stats *t, const struct sched_vcpu_stats *x)
+{
+	t->ns_running += x->ns_running;
+	t->ns_runnable += x->ns_runnable;
+	t->ns_waiting += x->ns_waiting;
+	t->ns_idle += x->ns_idle;
+	t->preemptions += x->preemptions;
+	t->spin_events += x->spin_events;
+	t->yields_given += x->yields_given;
+	t->yields_received += x->yields_received;
+	t->waits += x->waits;
+	t->kicks_sent += x->kicks_sent;
+	t->kicks_received += x->kicks_received;
+	t->deferrals += x->deferrals;
+	t->deferrals_hard += x->deferrals_hard;
+	sched_hist_merge(&t->kick_latency, &x->kick_latency);
+}
+
+static void summarize_vm(const struct vm *vm, struct vm_summary *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->status = status;
 	for (unsigned i = 0; i < vm->cfg->ncpus; i++) {
 		uint64_t v;
 		if (hc_report_get(&vm->hc, i, "ops", &v)) {
@@ -47,192 +64,174 @@ void report_summarize(const struct vm *vm, int status, struct run_summary *s)
 			s->have_counter = true;
 			s->counter = v;
 		}
-		add_exits(&s->exits, &vm->vcpus[i].exits);
 	}
 	if (s->elapsed_ns)
 		s->ops_per_s = (double)s->ops_total * 1e9 / (double)s->elapsed_ns;
 	s->mutual_exclusion_ok = s->have_counter && s->counter == s->ops_total;
 }
 
-static const char *image_name(const struct vm *vm)
+int report_summarize(const struct run *r, int status, struct run_summary *s)
 {
-	return vm->cfg->firmware_path ? vm->cfg->firmware_path : "bundled";
+	memset(s, 0, sizeof(*s));
+	s->status = status;
+	s->vm = calloc(r->nvms, sizeof(*s->vm));
+	s->st = calloc(r->nvcpus, sizeof(*s->st));
+	if (!s->vm || !s->st)
+		return -ENOMEM;
+	s->all.have_counter = true;
+	s->all.mutual_exclusion_ok = true;
+	for (unsigned k = 0; k < r->vms_created; k++) {
+		const struct vm *vm = &r->vms[k];
+		struct vm_summary *v = &s->vm[k];
+		summarize_vm(vm, v);
+		/* Several VMs run side by side: their throughputs add up. */
+		s->all.ops_total += v->ops_total;
+		s->all.ops_vcpus += v->ops_vcpus;
+		s->all.ops_per_s += v->ops_per_s;
+		if (v->elapsed_ns > s->all.elapsed_ns)
+			s->all.elapsed_ns = v->elapsed_ns;
+		s->all.have_counter &= v->have_counter;
+		s->all.mutual_exclusion_ok &= v->mutual_exclusion_ok;
+		s->all.counter += v->counter;
+		for (unsigned i = 0; i < vm->nvcpus_created; i++)
+			add_exits(&s->exits, &vm->vcpus[i].exits);
+	}
+	if (!s->all.have_counter)
+		s->all.mutual_exclusion_ok = false;
+	for (unsigned g = 0; r->sched && g < r->nvcpus; g++) {
+		sched_stats(r->sched, (int)g, &s->st[g]);
+		add_stats(&s->st_all, &s->st[g]);
+	}
+	return 0;
 }
 
-void report_print(FILE *out, const struct vm *vm, const struct run_summary *s)
+void report_summary_free(struct run_summary *s)
 {
-	const struct vm_config *cfg = vm->cfg;
+	free(s->vm);
+	free(s->st);
+	s->vm = NULL;
+	s->st = NULL;
+}
+
+static double ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static void print_header(FILE *out, const struct run *r, const struct run_summary *s)
+{
+	const struct vm_config *cfg = r->cfg;
+	const char *pl = cfg->ncpus == 1 ? "" : "s";
 	if (cfg->firmware_path)
-		fprintf(out, "\n== vmm %s: guest %s, %u vCPU%s, %lluM ==\n", VMM_VERSION, cfg->firmware_path,
-			cfg->ncpus, cfg->ncpus == 1 ? "" : "s", (unsigned long long)(cfg->mem_bytes >> 20));
+		fprintf(out, "\n== vmm %s: guest %s, %u vCPU%s", VMM_VERSION, cfg->firmware_path, cfg->ncpus, pl);
 	else
-		fprintf(out, "\n== vmm %s: %s, lock %s, %u vCPU%s, %lluM ==\n", VMM_VERSION, cfg->workload,
-			cfg->lock, cfg->ncpus, cfg->ncpus == 1 ? "" : "s", (unsigned long long)(cfg->mem_bytes >> 20));
+		fprintf(out, "\n== vmm %s: %s, lock %s, %u vCPU%s", VMM_VERSION, cfg->workload, cfg->lock,
+			cfg->ncpus, pl);
+	if (r->nvms > 1)
+		fprintf(out, " x %u VMs", r->nvms);
+	fprintf(out, ", %lluM ==\n", (unsigned long long)(cfg->mem_bytes >> 20));
+	if (cfg->sched_mode == SCHED_MODE_HOST)
+		fprintf(out, "sched      host (threads left to the host kernel on %u CPUs)\n", r->nslots);
+	else
+		fprintf(out, "sched      vmm, %u slots, yield %s, spin-detect%s%s%s%s, slice %uus, ple window %uus, safe points %s (defer %uus)\n",
+			r->nslots, cfg->policy, cfg->spin_detect ? "" : " none",
+			(cfg->spin_detect & SPIN_DETECT_PLE) ? " ple" : "",
+			(cfg->spin_detect & SPIN_DETECT_HINT) ? " hint" : "",
+			(cfg->spin_detect & SPIN_DETECT_YIELD) ? " yield" : "", cfg->slice_us, cfg->ple_window_us,
+			cfg->safe_point ? "on" : "off", cfg->defer_us);
+	if (r->ple_note[0])
+		fprintf(out, "note       --spin-detect ple: %s\n", r->ple_note);
 	fprintf(out, "status     %s (exit %d, guest status %u), wall %.3f s\n", report_status_name(s->status),
-		s->status, atomic_load(&vm->guest_status), (double)(vm->end_ns - vm->start_ns) / 1e9);
-	if (s->ops_vcpus) {
-		fprintf(out, "ops/s      %.0f  (%llu ops in %.3f s)\n", s->ops_per_s,
-			(unsigned long long)s->ops_total, (double)s->elapsed_ns / 1e9);
-		if (s->have_counter)
-			fprintf(out, "counter    %llu: mutual exclusion %s\n", (unsigned long long)s->counter,
-				s->mutual_exclusion_ok ? "holds" : "VIOLATED");
+		s->status, atomic_load(&r->ctl.guest_status), (double)(r->end_ns - r->start_ns) / 1e9);
+	if (s->all.ops_vcpus) {
+		fprintf(out, "ops/s      %.0f  (%llu ops in %.3f s)\n", s->all.ops_per_s,
+			(unsigned long long)s->all.ops_total, (double)s->all.elapsed_ns / 1e9);
+		for (unsigned k = 0; k < r->nvms; k++) {
+			char who[16] = "";
+			if (r->nvms > 1)
+				snprintf(who, sizeof(who), "vm%u ", k);
+			if (s->vm[k].have_counter)
+				fprintf(out, "counter    %s%llu: mutual exclusion %s\n", who,
+					(unsigned long long)s->vm[k].counter,
+					s->vm[k].mutual_exclusion_ok ? "holds" : "VIOLATED");
+		}
 	}
-	fprintf(out, "\n%-5s %-8s %6s %12s %8s %8s %8s %8s %6s %8s\n", "vcpu", "state", "status", "ops",
-		"exits", "hcall", "io", "mmio", "hlt", "signal");
-	for (unsigned i = 0; i < cfg->ncpus; i++) {
+	const struct sched_vcpu_stats *a = &s->st_all;
+	if (a->kick_latency.count)
+		fprintf(out, "kick->run  median %.1f us, p99 %.1f us over %llu kicks of sleepers\n",
+			(double)sched_hist_percentile(&a->kick_latency, 50) / 1e3,
+			(double)sched_hist_percentile(&a->kick_latency, 99) / 1e3,
+			(unsigned long long)a->kick_latency.count);
+}
+
+void report_print(FILE *out, const struct run *r, const struct run_summary *s)
+{
+	print_header(out, r, s);
+	fprintf(out, "\n%-7s %-8s %4s %11s %7s %7s %7s %6s %6s %6s %6s %6s %6s %6s\n", "vcpu", "state", "exit",
+		"ops", "run_ms", "wait_q", "pv_wait", "preem", "spins", "y_give", "y_recv", "waits", "kicks", "exits");
+	for (unsigned g = 0; g < r->nvcpus; g++) {
+		unsigned i;
+		const struct vm *vm = run_vm_of(r, g, &i);
+		if (vm - r->vms >= (long)r->vms_created)
+			break;
 		const struct vcpu *v = &vm->vcpus[i];
+		const struct sched_vcpu_stats *st = &s->st[g];
 		uint64_t ops = 0;
-		bool has = hc_report_get(&vm->hc, i, "ops", &ops);
-		char opsbuf[24];
-		snprintf(opsbuf, sizeof(opsbuf), has ? "%llu" : "-", (unsigned long long)ops);
-		fprintf(out, "%-5u %-8s %6u %12s %8llu %8llu %8llu %8llu %6llu %8llu\n", i, vcpu_end_name(v->end),
-			v->exit_status, opsbuf, (unsigned long long)v->exits.total,
-			(unsigned long long)v->exits.hypercall, (unsigned long long)v->exits.io,
-			(unsigned long long)v->exits.mmio, (unsigned long long)v->exits.hlt,
-			(unsigned long long)v->exits.intr);
+		char name[16], opsbuf[24];
+		if (r->nvms > 1)
+			snprintf(name, sizeof(name), "%u/%u", vm->id, i);
+		else
+			snprintf(name, sizeof(name), "%u", i);
+		bool has_ops = hc_report_get(&vm->hc, i, "ops", &ops);
+		snprintf(opsbuf, sizeof(opsbuf), has_ops ? "%llu" : "-", (unsigned long long)ops);
+		fprintf(out, "%-7s %-8s %4u %11s %7.1f %7.1f %7.1f %6llu %6llu %6llu %6llu %6llu %6llu %6llu\n", name,
+			vcpu_end_name(v->end), v->exit_status, opsbuf, ms(st->ns_running), ms(st->ns_runnable),
+			ms(st->ns_waiting), (unsigned long long)st->preemptions,
+			(unsigned long long)st->spin_events, (unsigned long long)st->yields_given,
+			(unsigned long long)st->yields_received, (unsigned long long)st->waits,
+			(unsigned long long)st->kicks_sent, (unsigned long long)v->exits.total);
 	}
-	fprintf(out, "%-5s %-8s %6s %12llu %8llu %8llu %8llu %8llu %6llu %8llu\n", "all", "", "",
-		(unsigned long long)s->ops_total, (unsigned long long)s->exits.total,
+	const struct sched_vcpu_stats *a = &s->st_all;
+	fprintf(out, "%-7s %-8s %4s %11llu %7.1f %7.1f %7.1f %6llu %6llu %6llu %6llu %6llu %6llu %6llu\n", "all", "", "",
+		(unsigned long long)s->all.ops_total, ms(a->ns_running), ms(a->ns_runnable), ms(a->ns_waiting),
+		(unsigned long long)a->preemptions, (unsigned long long)a->spin_events,
+		(unsigned long long)a->yields_given, (unsigned long long)a->yields_received,
+		(unsigned long long)a->waits, (unsigned long long)a->kicks_sent,
+		(unsigned long long)s->exits.total);
+	fprintf(out, "exits      %llu hypercall, %llu io, %llu mmio, %llu hlt, %llu signal, %llu other\n",
 		(unsigned long long)s->exits.hypercall, (unsigned long long)s->exits.io,
 		(unsigned long long)s->exits.mmio, (unsigned long long)s->exits.hlt,
-		(unsigned long long)s->exits.intr);
-	uint64_t errs = atomic_load(&vm->hc.errors);
+		(unsigned long long)s->exits.intr, (unsigned long long)s->exits.other);
+	uint64_t errs = 0;
+	for (unsigned k = 0; k < r->vms_created; k++)
+		errs += atomic_load(&r->vms[k].hc.errors);
 	if (errs)
 		fprintf(out, "hypercall errors: %llu (bad calls answered with an error code)\n",
 			(unsigned long long)errs);
 }
 
-void report_print_fault(FILE *out, const struct vm *vm, const struct run_summary *s)
+void report_print_fault(FILE *out, const struct run *r, const struct run_summary *s)
 {
-	if (s->status != VMM_EXIT_GUEST_FAULT && s->status != VMM_EXIT_TIMEOUT)
+	if (s->status != VMM_EXIT_GUEST_FAULT && s->status != VMM_EXIT_TIMEOUT && s->status != VMM_EXIT_DEADLOCK)
 		return;
 	if (s->status == VMM_EXIT_TIMEOUT)
 		fprintf(out, "vmm: guest timed out after %llu ms; vCPU states:\n",
-			(unsigned long long)vm->cfg->timeout_ms);
-	for (unsigned i = 0; i < vm->cfg->ncpus; i++) {
-		const struct vcpu *v = &vm->vcpus[i];
-		bool culprit = v->end == VCPU_FAULTED || (s->status == VMM_EXIT_TIMEOUT && v->end == VCPU_STOPPED);
-		if (!culprit)
-			continue;
-		fprintf(out, "vmm: vCPU %u %s%s%s\n", i, vcpu_end_name(v->end), v->fault[0] ? ": " : "", v->fault);
-		if (v->regs_valid)
-			x86_regs_print(out, "    ", &v->regs, &v->sregs);
-	}
-}
-
-static void json_config(struct json *j, const struct vm *vm)
-{
-	const struct vm_config *cfg = vm->cfg;
-	json_obj(j, "config");
-	json_u64(j, "cpus", cfg->ncpus);
-	json_u64(j, "mem_bytes", cfg->mem_bytes);
-	json_str(j, "firmware", image_name(vm));
-	json_str(j, "workload", cfg->workload);
-	json_str(j, "lock", cfg->lock);
-	json_u64(j, "cs_cycles", cfg->cs_cycles);
-	json_u64(j, "work_cycles", cfg->work_cycles);
-	json_u64(j, "spin_threshold", cfg->spin_threshold);
-	json_u64(j, "duration_ms", cfg->duration_ms);
-	json_u64(j, "timeout_ms", cfg->timeout_ms);
-	json_u64(j, "tsc_hz", vm->tsc_hz);
-	json_end_obj(j);
-}
-
-static void json_exits(struct json *j, const struct vcpu_exit_counts *e)
-{
-	json_obj(j, "exits");
-	json_u64(j, "total", e->total);
-	json_u64(j, "hypercall", e->hypercall);
-	json_u64(j, "io", e->io);
-	json_u64(j, "mmio", e->mmio);
-	json_u64(j, "hlt", e->hlt);
-	json_u64(j, "signal", e->intr);
-	json_u64(j, "other", e->other);
-	json_end_obj(j);
-}
-
-static void json_regs(struct json *j, const struct vcpu *v)
-{
-	json_obj(j, "regs");
-	json_u64(j, "rip", v->regs.rip);
-	json_u64(j, "rsp", v->regs.rsp);
-	json_u64(j, "rflags", v->regs.rflags);
-	json_u64(j, "rax", v->regs.rax);
-	json_u64(j, "rdi", v->regs.rdi);
-	json_u64(j, "rsi", v->regs.rsi);
-	json_u64(j, "cr0", v->sregs.cr0);
-	json_u64(j, "cr2", v->sregs.cr2);
-	json_u64(j, "cr3", v->sregs.cr3);
-	json_u64(j, "cr4", v->sregs.cr4);
-	json_u64(j, "cpl", v->sregs.cs.selector & 3);
-	json_end_obj(j);
-}
-
-static void json_vcpu(struct json *j, const struct vm *vm, unsigned i)
-{
-	const struct vcpu *v = &vm->vcpus[i];
-	const struct hc_vcpu_reports *r = &vm->hc.reports[i];
-	uint64_t ops;
-	json_obj(j, NULL);
-	json_u64(j, "id", i);
-	json_str(j, "state", vcpu_end_name(v->end));
-	json_u64(j, "exit_status", v->exit_status);
-	if (hc_report_get(&vm->hc, i, "ops", &ops))
-		json_u64(j, "ops", ops);
-	else
-		json_null(j, "ops");
-	json_obj(j, "reports");
-	for (unsigned k = 0; k < r->n; k++)
-		json_u64(j, r->e[k].key, r->e[k].value);
-	json_end_obj(j);
-	json_exits(j, &v->exits);
-	if (v->fault[0])
-		json_str(j, "fault", v->fault);
-	if (v->regs_valid)
-		json_regs(j, v);
-	json_end_obj(j);
-}
-
-int report_write_json(const char *path, const struct vm *vm, const struct run_summary *s)
-{
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	struct json j;
-	json_begin(&j, f);
-	json_obj(&j, NULL);
-	json_str(&j, "vmm_version", VMM_VERSION);
-	json_u64(&j, "abi_version", VMM_ABI_VERSION);
-	json_str(&j, "status", report_status_name(s->status));
-	json_i64(&j, "exit_code", s->status);
-	json_u64(&j, "guest_status", atomic_load(&vm->guest_status));
-	json_config(&j, vm);
-	if (s->ops_vcpus) {
-		json_f64(&j, "ops_per_s", s->ops_per_s);
-		json_u64(&j, "ops_total", s->ops_total);
-	} else {
-		json_null(&j, "ops_per_s");
-		json_null(&j, "ops_total");
-	}
-	json_u64(&j, "elapsed_ns", s->elapsed_ns);
-	json_u64(&j, "wall_ns", vm->end_ns - vm->start_ns);
-	if (s->have_counter) {
-		json_u64(&j, "counter", s->counter);
-		json_bool(&j, "mutual_exclusion_ok", s->mutual_exclusion_ok);
-	} else {
-		json_null(&j, "counter");
-		json_null(&j, "mutual_exclusion_ok");
-	}
-	json_u64(&j, "hypercall_errors", atomic_load(&vm->hc.errors));
-	json_exits(&j, &s->exits);
-	json_arr(&j, "vcpus");
-	for (unsigned i = 0; i < vm->cfg->ncpus; i++)
-		json_vcpu(&j, vm, i);
-	json_end_arr(&j);
-	json_end_obj(&j);
-	json_finish(&j);
-	int r = ferror(f) ? -EIO : 0;
-	if (fclose(f) && !r)
-		r = -errno;
-	return r;
+			(unsigned long long)r->cfg->timeout_ms);
+	if (s->status == VMM_EXIT_DEADLOCK)
+		fprintf(out, "vmm: guest deadlock: every vCPU waits for a kick that nothing can send\n");
+	for (unsigned k = 0; k < r->vms_created; k++)
+		for (unsigned i = 0; i < r->vms[k].nvcpus_created; i++) {
+			const struct vcpu *v = &r->vms[k].vcpus[i];
+			bool culprit = v->end == VCPU_FAULTED ||
+				       (s->status != VMM_EXIT_GUEST_FAULT && v->end == VCPU_STOPPED);
+			if (!culprit)
+				continue;
+			char who[16] = "";
+			if (r->nvms > 1)
+				snprintf(who, sizeof(who), "VM %u ", k);
+			fprintf(out, "vmm: %svCPU %u %s%s%s\n", who, i, vcpu_end_name(v->end), v->fault[0] ? ": " : "",
+				v->fault);
+			if (v->regs_valid)
+				x86_regs_print(out, "    ", &v->regs, &v->sregs);
+		}
 }

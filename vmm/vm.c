@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -28,17 +27,28 @@ static int fail(struct vm_error *err, int status, int code, const char *fmt, ...
 	return code;
 }
 
-void vm_request_stop(struct vm *vm, enum vm_stop why, int vcpu, uint32_t guest_status)
+void run_ctl_wake(struct run_ctl *ctl)
+{
+	uint64_t one = 1;
+	if (write(ctl->wake_fd, &one, sizeof(one)) < 0) {
+		/* the eventfd counter cannot overflow in practice; nothing else to do */
+	}
+}
+
+void run_request_stop(struct run_ctl *ctl, enum vm_stop why, int vm, int vcpu, uint32_t guest_status)
 {
 	int none = VM_STOP_NONE;
-	if (atomic_compare_exchange_strong(&vm->stop, &none, (int)why)) {
-		atomic_store(&vm->stop_vcpu, vcpu);
-		atomic_store(&vm->guest_status, guest_status);
+	if (atomic_compare_exchange_strong(&ctl->stop, &none, (int)why)) {
+		atomic_store(&ctl->stop_vm, vm);
+		atomic_store(&ctl->stop_vcpu, vcpu);
+		atomic_store(&ctl->guest_status, guest_status);
 	}
-	uint64_t one = 1;
-	if (write(vm->wake_fd, &one, sizeof(one)) < 0) {
-		/* the counter cannot overflow in practice; nothing else to do */
-	}
+	run_ctl_wake(ctl);
+}
+
+struct vmm_shared_page *vm_shared_page(const struct vm *vm, unsigned vcpu)
+{
+	return (struct vmm_shared_page *)(vm->mem + vm->layout.shared_gpa + (uint64_t)vcpu * PAGE_SIZE);
 }
 
 static void console_out(void *opaque, const char *buf, unsigned len)
@@ -62,22 +72,20 @@ static void uart_out(void *opaque, const char *buf, unsigned len)
 
 static void on_debug_exit(void *opaque, unsigned vcpu, uint32_t status)
 {
-	vm_request_stop(opaque, VM_STOP_GUEST_EXIT, (int)vcpu, status);
+	struct vm *vm = opaque;
+	run_request_stop(vm->ctl, VM_STOP_GUEST_EXIT, (int)vm->id, (int)vcpu, status);
 }
 
 static void on_vcpu_ended(void *opaque, struct vcpu *v)
 {
 	struct vm *vm = opaque;
-	/* A vCPU's failure ends the VM: its siblings would wait on it forever. */
+	/* A vCPU's failure ends the run: its siblings would wait on it forever. */
 	if (v->end == VCPU_FAULTED)
-		vm_request_stop(vm, VM_STOP_FAULT, (int)v->id, 0);
+		run_request_stop(vm->ctl, VM_STOP_FAULT, (int)vm->id, (int)v->id, 0);
 	else if (v->end == VCPU_EXITED && v->exit_status)
-		vm_request_stop(vm, VM_STOP_GUEST_EXIT, (int)v->id, v->exit_status);
-	atomic_fetch_add(&vm->ended, 1);
-	uint64_t one = 1;
-	if (write(vm->wake_fd, &one, sizeof(one)) < 0) {
-		/* see vm_request_stop */
-	}
+		run_request_stop(vm->ctl, VM_STOP_GUEST_EXIT, (int)vm->id, (int)v->id, v->exit_status);
+	atomic_fetch_add(&vm->ctl->ended, 1);
+	run_ctl_wake(vm->ctl);
 }
 
 static int load_image(struct vm *vm, struct vm_error *err)
@@ -143,12 +151,12 @@ static int setup_memory(struct vm *vm, struct vm_error *err)
 /* The guest's device tree, and the shared pages stamped with their owner. */
 static int setup_guest_data(struct vm *vm, struct vm_error *err)
 {
-	struct fdt_guest_info info = { vm->cfg, &vm->layout, vm->tsc_hz, 0 };
+	struct fdt_guest_info info = { vm->cfg, &vm->layout, vm->tsc_hz, vm->id, fdt_pv_features(vm->cfg) };
 	int r = fdt_build(vm->mem + vm->layout.fdt_gpa, LAYOUT_FDT_MAX, &info);
 	if (r < 0)
 		return fail(err, VMM_EXIT_HOST_ERROR, -ENOSPC, "device tree: libfdt error %d", r);
 	for (unsigned i = 0; i < vm->cfg->ncpus; i++) {
-		struct vmm_shared_page *p = (void *)(vm->mem + vm->layout.shared_gpa + (uint64_t)i * PAGE_SIZE);
+		struct vmm_shared_page *p = vm_shared_page(vm, i);
 		p->abi_version = VMM_ABI_VERSION;
 		p->vcpu_id = i;
 		p->waiting_for = -1;
@@ -164,7 +172,7 @@ static int create_vcpus(struct vm *vm, struct vm_error *err)
 		.supported_cpuid = vm->kvm->supported_cpuid,
 		.boot = { .entry = vm->image.entry, .arg0 = vm->layout.fdt_gpa, .pt_gpa = vm->layout.pt_gpa,
 			  .gdt_gpa = vm->layout.gdt_gpa },
-		.pio = &vm->pio, .mmio = &vm->mmio, .hc = &vm->hc, .stop = &vm->stop,
+		.pio = &vm->pio, .mmio = &vm->mmio, .hc = &vm->hc, .stop = &vm->ctl->stop,
 		.ended = on_vcpu_ended, .opaque = vm,
 	};
 	x86_boot_write_tables(vm->mem, &vm->env.boot);
@@ -184,21 +192,19 @@ static int create_vcpus(struct vm *vm, struct vm_error *err)
 	return 0;
 }
 
-int vm_create(struct vm *vm, struct kvm_host *kvm, const struct vm_config *cfg, struct vm_error *err)
+int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_config *cfg,
+	      struct run_ctl *ctl, struct vm_error *err)
 {
 	memset(vm, 0, sizeof(*vm));
+	vm->id = id;
+	vm->ctl = ctl;
 	vm->cfg = cfg;
 	vm->kvm = kvm;
 	vm->fd = -1;
-	vm->wake_fd = -1;
-	atomic_init(&vm->stop_vcpu, -1);
 
 	if (cfg->ncpus > kvm->max_vcpus)
 		return fail(err, VMM_EXIT_USAGE, -EINVAL, "--cpus: %u vCPUs requested, KVM allows at most %u",
 			    cfg->ncpus, kvm->max_vcpus);
-	vm->wake_fd = eventfd(0, EFD_CLOEXEC);
-	if (vm->wake_fd < 0)
-		return fail(err, VMM_EXIT_HOST_ERROR, -errno, "eventfd: %s", strerror(errno));
 	vm->fd = ioctl(kvm->fd, KVM_CREATE_VM, 0);
 	if (vm->fd < 0)
 		return fail(err, VMM_EXIT_HOST_ERROR, -errno, "KVM_CREATE_VM: %s", strerror(errno));
@@ -234,8 +240,6 @@ void vm_destroy(struct vm *vm)
 		munmap(vm->mem, vm->cfg->mem_bytes);
 	if (vm->fd >= 0)
 		close(vm->fd);
-	if (vm->wake_fd >= 0)
-		close(vm->wake_fd);
 	memset(vm, 0, sizeof(*vm));
-	vm->fd = vm->wake_fd = -1;
+	vm->fd = -1;
 }

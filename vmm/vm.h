@@ -22,7 +22,25 @@ enum vm_stop {
 	VM_STOP_FAULT,
 	VM_STOP_TIMEOUT,
 	VM_STOP_SIGNAL,
+	VM_STOP_DEADLOCK,   /* every vCPU waits for a kick that cannot come */
 };
+
+/*
+ * What every VM of one run shares: the reason to stop (first one wins) and the
+ * eventfd that wakes the event loop. Any VM's stop stops the whole run.
+ */
+struct run_ctl {
+	int wake_fd;
+	atomic_int stop;          /* enum vm_stop */
+	atomic_int stop_vm, stop_vcpu;
+	atomic_uint guest_status; /* debug-exit value or failing exit status */
+	atomic_uint ended;        /* vCPU threads that have ended, all VMs */
+	int stop_signal;
+};
+
+/* Asks every vCPU of the run to leave (first reason wins); safe from any thread. */
+void run_request_stop(struct run_ctl *ctl, enum vm_stop why, int vm, int vcpu, uint32_t guest_status);
+void run_ctl_wake(struct run_ctl *ctl);
 
 struct vm_error {
 	int status; /* enum vmm_exit_status */
@@ -30,6 +48,8 @@ struct vm_error {
 };
 
 struct vm {
+	unsigned id;
+	struct run_ctl *ctl;
 	const struct vm_config *cfg;
 	struct kvm_host *kvm;
 	int fd;
@@ -45,21 +65,13 @@ struct vm {
 	struct vcpu_env env;
 	struct vcpu *vcpus;
 	unsigned nvcpus_created;
-
-	int wake_fd; /* eventfd: a vCPU ended or the VM must stop */
-	atomic_int stop; /* enum vm_stop, first reason wins */
-	atomic_uint ended;
-	atomic_int stop_vcpu;       /* the vCPU that caused the stop, -1 = none */
-	atomic_uint guest_status;   /* debug-exit value or failing exit status */
-	int stop_signal;
 	uint64_t start_ns, end_ns;
 };
 
-int vm_create(struct vm *vm, struct kvm_host *kvm, const struct vm_config *cfg, struct vm_error *err);
-/* Runs until every vCPU ended; returns the process exit status (enum vmm_exit_status). */
-int vm_run(struct vm *vm);
+int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_config *cfg,
+	      struct run_ctl *ctl, struct vm_error *err);
 void vm_destroy(struct vm *vm);
-/* Asks every vCPU to leave (first reason wins); safe from any thread. */
-void vm_request_stop(struct vm *vm, enum vm_stop why, int vcpu, uint32_t guest_status);
+/* The vCPU's guest-visible page, by this VM's own vCPU index. */
+struct vmm_shared_page *vm_shared_page(const struct vm *vm, unsigned vcpu);
 
 #endif

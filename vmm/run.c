@@ -1,0 +1,349 @@
+#include "vmm/run.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "vmm/errors.h"
+#include "vmm/event_loop.h"
+#include "vmm/fdt_build.h"
+#include "vmm/ple_perf.h"
+
+#define TRACE_MAX_EVENTS (8u << 20)
+
+static int fail(struct vm_error *err, int status, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	err->status = status;
+	return code;
+}
+
+const struct vm *run_vm_of(const struct run *r, unsigned g, unsigned *idx)
+{
+	*idx = g % r->cfg->ncpus;
+	return &r->vms[g / r->cfg->ncpus];
+}
+
+static void on_deadlock(void *ctx)
+{
+	struct run *r = ctx;
+	run_request_stop(&r->ctl, VM_STOP_DEADLOCK, -1, -1, 0);
+}
+
+static int create_sched(struct run *r, struct vm_error *err)
+{
+	const struct vm_config *cfg = r->cfg;
+	bool host = cfg->sched_mode == SCHED_MODE_HOST;
+	int n = sched_glue_host_cpus(cfg->pcpus, r->slot_cpu, RUN_MAX_SLOTS, &r->cpus);
+	if (n == -ERANGE)
+		return fail(err, VMM_EXIT_USAGE, -EINVAL, "--pcpus: %u CPUs asked for, this process may use only %d",
+			    cfg->pcpus, CPU_COUNT(&r->cpus));
+	if (n <= 0)
+		return fail(err, VMM_EXIT_HOST_ERROR, n ? n : -ENODEV, "cannot read this process's CPU affinity");
+	r->nslots = (unsigned)n;
+
+	int *vm_of = calloc(r->nvcpus, sizeof(*vm_of));
+	if (!vm_of)
+		return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+	for (unsigned g = 0; g < r->nvcpus; g++)
+		vm_of[g] = (int)(g / cfg->ncpus);
+	unsigned sources = 0;
+	if (cfg->spin_detect & SPIN_DETECT_PLE)
+		sources |= SCHED_SPIN_PLE;
+	if (cfg->spin_detect & SPIN_DETECT_HINT)
+		sources |= SCHED_SPIN_HINT;
+	if (cfg->spin_detect & SPIN_DETECT_YIELD)
+		sources |= SCHED_SPIN_YIELD;
+	/*
+	 * Host mode keeps the scheduler only for PV wait/kick: a slot per vCPU,
+	 * nothing pinned, nobody preempted; the host kernel decides who runs.
+	 */
+	struct sched_params p = {
+		.nvcpus = (int)r->nvcpus,
+		.npcpus = host ? (int)r->nvcpus : (int)r->nslots,
+		.host_cpu = host ? NULL : r->slot_cpu,
+		.slice_ns = (uint64_t)cfg->slice_us * 1000,
+		.ple_window_ns = (uint64_t)cfg->ple_window_us * 1000,
+		.policy = host ? "none" : cfg->policy,
+		.spin_sources = host ? 0 : sources,
+		.defer = !host && cfg->safe_point,
+		.defer_max_ns = (uint64_t)cfg->defer_us * 1000,
+		.nvms = (int)r->nvms,
+		.vm_of = vm_of,
+		.seed = 0x5eed,
+	};
+	if (cfg->trace_path) {
+		r->trace = trace_create(TRACE_MAX_EVENTS);
+		if (!r->trace) {
+			free(vm_of);
+			return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+		}
+		p.trace = trace_sched_event;
+		p.trace_ctx = r->trace;
+	}
+	const char *why = NULL;
+	r->sched = sched_create(&p, &why);
+	free(vm_of);
+	if (!r->sched)
+		return fail(err, VMM_EXIT_USAGE, -EINVAL, "scheduler: %s", why ? why : "bad parameters");
+	sched_set_deadlock_cb(r->sched, on_deadlock, r);
+	return 0;
+}
+
+static void wire_vcpus(struct run *r)
+{
+	bool host = r->cfg->sched_mode == SCHED_MODE_HOST;
+	for (unsigned k = 0; k < r->nvms; k++) {
+		struct vm *vm = &r->vms[k];
+		int base = (int)(k * r->cfg->ncpus);
+		vm->env.sched = r->sched;
+		vm->env.sched_base = base;
+		vm->hc.sched = r->sched;
+		vm->hc.sched_base = base;
+		vm->hc.pv_features = fdt_pv_features(r->cfg);
+		vm->hc.host_yield = host;
+		for (unsigned i = 0; i < r->cfg->ncpus; i++) {
+			struct sched_glue *g = &r->glue[base + (int)i];
+			*g = (struct sched_glue){ .vm = vm, .vcpu = i, .base = base };
+			sched_set_vcpu(r->sched, base + (int)i, &sched_glue_ops, g);
+		}
+	}
+}
+
+int run_create(struct run *r, const struct vm_config *cfg, struct kvm_host *kvm, struct vm_error *err)
+{
+	memset(r, 0, sizeof(*r));
+	r->cfg = cfg;
+	r->kvm = kvm;
+	r->nvms = cfg->vms;
+	r->nvcpus = cfg->vms * cfg->ncpus;
+	atomic_init(&r->ctl.stop_vm, -1);
+	atomic_init(&r->ctl.stop_vcpu, -1);
+	r->ctl.wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (r->ctl.wake_fd < 0)
+		return fail(err, VMM_EXIT_HOST_ERROR, -errno, "eventfd: %s", strerror(errno));
+	if ((cfg->spin_detect & SPIN_DETECT_PLE) && cfg->sched_mode == SCHED_MODE_VMM &&
+	    ple_host_support(r->ple_note, sizeof(r->ple_note)) == 0)
+		r->ple_note[0] = '\0';
+
+	r->vms = calloc(r->nvms, sizeof(*r->vms));
+	r->glue = calloc(r->nvcpus, sizeof(*r->glue));
+	if (!r->vms || !r->glue)
+		return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+	int rc = create_sched(r, err);
+	if (rc)
+		return rc;
+	for (unsigned k = 0; k < r->nvms; k++) {
+		rc = vm_create(&r->vms[k], k, kvm, cfg, &r->ctl, err);
+		r->vms_created = k + 1;
+		if (rc)
+			return rc;
+	}
+	wire_vcpus(r);
+	return 0;
+}
+
+void run_destroy(struct run *r)
+{
+	for (unsigned k = 0; k < r->vms_created; k++)
+		vm_destroy(&r->vms[k]);
+	if (r->sched)
+		sched_destroy(r->sched);
+	trace_destroy(r->trace);
+	free(r->vms);
+	free(r->glue);
+	if (r->ctl.wake_fd > 0)
+		close(r->ctl.wake_fd);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- the event loop ---- */
+
+struct loop_ctx {
+	struct run *r;
+	struct evloop loop;
+	struct ev wake_ev, timeout_ev, signal_ev, sched_wake_ev, tick_ev;
+	uint64_t wake_buf, sched_wake_buf;
+	struct signalfd_siginfo sig_buf;
+	int sig_fd;
+	bool tick_armed;
+	uint64_t tick_at;
+	bool stopping, done;
+};
+
+static void kick_all(struct run *r)
+{
+	for (unsigned k = 0; k < r->vms_created; k++)
+		for (unsigned i = 0; i < r->vms[k].nvcpus_created; i++)
+			vcpu_kick(&r->vms[k].vcpus[i]);
+}
+
+/* Keeps one io_uring timeout armed at the scheduler's next deadline. */
+static void arm_tick(struct loop_ctx *c)
+{
+	uint64_t at = sched_next_deadline(c->r->sched);
+	if (at == UINT64_MAX || c->stopping)
+		return;
+	if (c->tick_armed) {
+		if (at < c->tick_at) {
+			c->tick_at = at;
+			evloop_timeout_move(&c->loop, &c->tick_ev, at);
+		}
+		return;
+	}
+	c->tick_armed = true;
+	c->tick_at = at;
+	evloop_timeout_at(&c->loop, &c->tick_ev, at);
+}
+
+static void on_tick(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	(void)res;
+	c->tick_armed = false;
+	if (!c->stopping)
+		sched_tick(c->r->sched, sched_now_ns());
+	arm_tick(c);
+}
+
+static void on_sched_wake(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	(void)res;
+	arm_tick(c);
+	evloop_read(&c->loop, &c->sched_wake_ev, sched_wake_fd(c->r->sched), &c->sched_wake_buf,
+		    sizeof(c->sched_wake_buf));
+}
+
+static void on_wake(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	struct run *r = c->r;
+	(void)res;
+	if (atomic_load(&r->ctl.stop) != VM_STOP_NONE && !c->stopping) {
+		c->stopping = true;
+		sched_stop(r->sched); /* vCPUs waiting for a slot or a kick leave too */
+		kick_all(r);
+	}
+	if (atomic_load(&r->ctl.ended) == r->nvcpus)
+		c->done = true;
+	else
+		evloop_read(&c->loop, &c->wake_ev, r->ctl.wake_fd, &c->wake_buf, sizeof(c->wake_buf));
+}
+
+static void on_timeout(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	if (res == -ETIME)
+		run_request_stop(&c->r->ctl, VM_STOP_TIMEOUT, -1, -1, 0);
+}
+
+static void on_signal(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	if (res == (int)sizeof(c->sig_buf)) {
+		c->r->ctl.stop_signal = (int)c->sig_buf.ssi_signo;
+		run_request_stop(&c->r->ctl, VM_STOP_SIGNAL, -1, -1, 0);
+	}
+	evloop_read(&c->loop, &c->signal_ev, c->sig_fd, &c->sig_buf, sizeof(c->sig_buf));
+}
+
+static int outcome(const struct run *r)
+{
+	switch (atomic_load(&r->ctl.stop)) {
+	case VM_STOP_FAULT: return VMM_EXIT_GUEST_FAULT;
+	case VM_STOP_TIMEOUT: return VMM_EXIT_TIMEOUT;
+	case VM_STOP_DEADLOCK: return VMM_EXIT_DEADLOCK;
+	case VM_STOP_SIGNAL: return 128 + r->ctl.stop_signal;
+	case VM_STOP_GUEST_EXIT:
+		return atomic_load(&r->ctl.guest_status) ? VMM_EXIT_GUEST_FAIL : VMM_EXIT_OK;
+	default: return VMM_EXIT_OK;
+	}
+}
+
+static int start_vcpus(struct run *r)
+{
+	/* --sched host: the threads inherit this mask, the host kernel does the rest. */
+	if (r->cfg->sched_mode == SCHED_MODE_HOST && sched_setaffinity(0, sizeof(r->cpus), &r->cpus) < 0)
+		return -errno;
+	sched_start(r->sched);
+	for (unsigned k = 0; k < r->nvms; k++)
+		for (unsigned i = 0; i < r->cfg->ncpus; i++) {
+			int rc = vcpu_start(&r->vms[k].vcpus[i]);
+			if (rc) {
+				fprintf(stderr, "vmm: cannot start vCPU %u of VM %u: %s\n", i, k, strerror(-rc));
+				run_request_stop(&r->ctl, VM_STOP_FAULT, (int)k, (int)i, 0);
+				/* threads never started count as ended */
+				atomic_fetch_add(&r->ctl.ended, r->nvcpus - (k * r->cfg->ncpus + i));
+				return rc;
+			}
+		}
+	return 0;
+}
+
+int run_execute(struct run *r)
+{
+	struct loop_ctx c = { .r = r, .sig_fd = -1 };
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	/* SIGINT/SIGTERM become events, so a stopped guest still gets its report. */
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	c.sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC);
+
+	int rc = evloop_init(&c.loop);
+	if (rc < 0) {
+		fprintf(stderr, "vmm: io_uring: %s\n", strerror(-rc));
+		return VMM_EXIT_HOST_ERROR;
+	}
+	c.wake_ev = (struct ev){ .cb = on_wake, .arg = &c };
+	c.timeout_ev = (struct ev){ .cb = on_timeout, .arg = &c };
+	c.signal_ev = (struct ev){ .cb = on_signal, .arg = &c };
+	c.sched_wake_ev = (struct ev){ .cb = on_sched_wake, .arg = &c };
+	c.tick_ev = (struct ev){ .cb = on_tick, .arg = &c };
+	evloop_read(&c.loop, &c.wake_ev, r->ctl.wake_fd, &c.wake_buf, sizeof(c.wake_buf));
+	evloop_read(&c.loop, &c.sched_wake_ev, sched_wake_fd(r->sched), &c.sched_wake_buf,
+		    sizeof(c.sched_wake_buf));
+	if (c.sig_fd >= 0)
+		evloop_read(&c.loop, &c.signal_ev, c.sig_fd, &c.sig_buf, sizeof(c.sig_buf));
+
+	r->start_ns = monotonic_ns();
+	for (unsigned k = 0; k < r->nvms; k++)
+		r->vms[k].start_ns = r->start_ns;
+	if (r->cfg->timeout_ms)
+		evloop_timeout_at(&c.loop, &c.timeout_ev, r->start_ns + r->cfg->timeout_ms * 1000000ull);
+	if (start_vcpus(r) == 0)
+		arm_tick(&c);
+	while (!c.done) {
+		rc = evloop_run_once(&c.loop);
+		if (rc < 0) {
+			fprintf(stderr, "vmm: event loop: %s\n", strerror(-rc));
+			run_request_stop(&r->ctl, VM_STOP_FAULT, -1, -1, 0);
+			sched_stop(r->sched);
+			kick_all(r);
+			break;
+		}
+	}
+	for (unsigned k = 0; k < r->nvms; k++) {
+		for (unsigned i = 0; i < r->cfg->ncpus; i++)
+			vcpu_join(&r->vms[k].vcpus[i]);
+	}
+	r->end_ns = monotonic_ns();
+	for (unsigned k = 0; k < r->nvms; k++)
+		r->vms[k].end_ns = r->end_ns;
+	evloop_fini(&c.loop);
+	if (c.sig_fd >= 0)
+		close(c.sig_fd);
+	pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
+	return outcome(r);
+}

@@ -1,0 +1,42 @@
+/*
+ * One `vmm run`: K copies of the guest (--vms), the co-scheduler they share,
+ * and the event loop the main thread sleeps in until every vCPU has ended.
+ */
+#ifndef VMM_RUN_H
+#define VMM_RUN_H
+
+#include <stdbool.h>
+
+#include "sched/sched.h"
+#include "vmm/sched_glue.h"
+#include "vmm/trace.h"
+#include "vmm/vm.h"
+
+#define RUN_MAX_SLOTS 1024
+
+struct run {
+	const struct vm_config *cfg;
+	struct kvm_host *kvm;
+	struct run_ctl ctl;
+	struct vm *vms;
+	unsigned nvms, vms_created;
+	unsigned nvcpus; /* all VMs */
+	struct sched *sched;
+	struct sched_glue *glue; /* [nvcpus] */
+	unsigned nslots;
+	int slot_cpu[RUN_MAX_SLOTS];
+	cpu_set_t cpus; /* the CPUs slots are tied to, or host mode confines to */
+	struct trace *trace;
+	char ple_note[200]; /* why PLE spin detection cannot work here, if it cannot */
+	uint64_t start_ns, end_ns;
+};
+
+/* 0, or negative with err filled (status: usage error or host error). */
+int run_create(struct run *r, const struct vm_config *cfg, struct kvm_host *kvm, struct vm_error *err);
+/* Runs to the end; returns the process exit status (enum vmm_exit_status). */
+int run_execute(struct run *r);
+void run_destroy(struct run *r);
+/* The VM and in-VM index of the scheduler's vCPU g. */
+const struct vm *run_vm_of(const struct run *r, unsigned g, unsigned *idx);
+
+#endif
