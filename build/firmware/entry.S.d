@@ -1,2 +1,0 @@
-build/firmware/entry.S.o: firmware/entry.S firmware/fw.h
-firmware/fw.h:

@@ -1,1 +1,0 @@
-build/firmware/libc.c.o: firmware/libc.c

@@ -1,2 +1,0 @@
-build/firmware/x86_tables.S.o: firmware/x86_tables.S firmware/fw.h
-firmware/fw.h:

@@ -1,2 +1,0 @@
-build/obj/vcpu/x86_boot.o: vcpu/x86_boot.c vcpu/x86_boot.h
-vcpu/x86_boot.h:

@@ -1,2 +1,0 @@
-build/obj/vmm/workloads.o: vmm/workloads.c vmm/workloads.h
-vmm/workloads.h:

@@ -1,2 +1,0 @@
-build/sched/hist.o: sched/hist.c sched/hist.h
-sched/hist.h:

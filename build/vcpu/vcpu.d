@@ -1,9 +1,0 @@
-build/vcpu/vcpu.o: vcpu/vcpu.c vcpu/vcpu.h devices/io_bus.h \
- hypercalls/hypercalls.h hypercalls/abi.h vcpu/x86_boot.h \
- vcpu/x86_cpuid.h
-vcpu/vcpu.h:
-devices/io_bus.h:
-hypercalls/hypercalls.h:
-hypercalls/abi.h:
-vcpu/x86_boot.h:
-vcpu/x86_cpuid.h:
