@@ -139,7 +139,7 @@ static bool handle_mmio(struct vcpu *v)
 		} else {
 			struct hc_result res = hc_dispatch(v->env->hc, v->id, off / 8, args);
 			if (res.stop) {
-				end_vcpu(v, VCPU_STOPPED, res.stop == -EDEADLK ? "guest deadlock: waiting for a kick" : NULL);
+				end_vcpu(v, VCPU_STOPPED, "in hypercall %s when the run stopped", hc_name(off / 8));
 				return false;
 			}
 			if (res.exit_vcpu) {

@@ -69,3 +69,17 @@ def test_sigint_stops_cleanly_with_report():
     out, err = p.communicate(timeout=20)
     assert p.returncode == 128 + signal.SIGINT, (p.returncode, err)
     assert "status     signal" in out, out
+
+
+def test_guest_deadlock_is_reported_not_a_hang():
+    need_kvm()
+    for mode in ("vmm", "host"):
+        t0 = time.time()
+        r = vmm("--firmware", guest("deadlock_guest.elf"), "-c", "3", "--pcpus", "2", "--sched", mode,
+                "--timeout", "30s")
+        assert r.rc == 5, (mode, r)
+        assert time.time() - t0 < 10
+        assert r.report["status"] == "guest_deadlock"
+        assert "guest deadlock" in r.stderr
+        assert all(v["state"] == "stopped" and "wait" in v["fault"] for v in r.report["vcpus"]), r.report
+        assert r.report["sched"]["waits"] == 3
