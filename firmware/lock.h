@@ -58,7 +58,14 @@ const char *fw_lock_names(char *buf, unsigned len);
 static inline void fw_lock_acquire(const struct lock_ops *ops, union fw_lock *l,
 				   struct fw_cpu *self)
 {
-	self->sp->in_critical = self->sp->in_critical + 1;
+	uint32_t depth = self->sp->in_critical;
+
+	/* Entering the lock region is a safe point too: a vCPU told to yield
+	 * must not first take a ticket or queue node it would be preempted
+	 * with. Same single load as at release. */
+	if (!depth && self->sp->preempt_pending && (self->pv & VMM_PV_SAFE_POINT))
+		fw_pv_yield_to(self, -1);
+	self->sp->in_critical = depth + 1;
 	ops->lock(l, self);
 }
 

@@ -52,26 +52,34 @@ static void pvticket_init(union fw_lock *l, const struct fw_lock_params *p)
 	__atomic_store_n(&t->owner, 0, __ATOMIC_RELEASE);
 }
 
-/* Sleeps until owner == me. Re-announces before every WAIT: an unlocker
- * may have cleared the slot (it then kicks us, so we come back here). */
-static void pvticket_sleep(struct pvticket_lock *t, struct fw_cpu *self, uint32_t me)
+/*
+ * Sleeps until owner == me (true) or until owner moved on without reaching
+ * us (false: the holder runs, so spinning again beats an exit per hand-off).
+ * Re-announces before every WAIT: an unlocker may have cleared the slot
+ * (it then kicks us, so we come back here). The slot of an outstanding
+ * ticket is ours alone, so our own plain clears never erase another
+ * sleeper's announcement.
+ */
+static bool pvticket_sleep(struct pvticket_lock *t, struct fw_cpu *self, uint32_t me,
+			   uint32_t seen)
 {
 	uint32_t *slot = &slots[me & t->slot_mask].sleeper;
+	bool in;
 
 	for (;;) {
 		__atomic_store_n(slot, self->idx + 1, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		uint32_t seen = __atomic_load_n(&t->owner, __ATOMIC_ACQUIRE);
+		uint32_t now = __atomic_load_n(&t->owner, __ATOMIC_ACQUIRE);
 
-		if (seen == me)
+		if (now == me || now != seen || fw_pv_wait(self, &t->owner, seen) != 0)
 			break;
-		fw_pv_wait(self, &t->owner, seen);
-		if (__atomic_load_n(&t->owner, __ATOMIC_ACQUIRE) == me)
+		/* Kicked: our turn, or a stale kick meant for an earlier wait. */
+		if (__atomic_load_n(&t->owner, __ATOMIC_ACQUIRE) != seen)
 			break;
 	}
-	/* Our ticket is in, so no later ticket can use this slot before our
-	 * unlock: the plain store cannot erase another sleeper. */
+	in = __atomic_load_n(&t->owner, __ATOMIC_ACQUIRE) == me;
 	__atomic_store_n(slot, 0, __ATOMIC_RELAXED);
+	return in;
 }
 
 static void pvticket_lock(union fw_lock *l, struct fw_cpu *self)
@@ -97,11 +105,10 @@ static void pvticket_lock(union fw_lock *l, struct fw_cpu *self)
 			if (!fw_spin_pause(self, &s))
 				continue;
 			fw_spin_waiting_for(self, __atomic_load_n(&t->holder, __ATOMIC_RELAXED));
-			if (self->pv & VMM_PV_WAIT_KICK) {
-				pvticket_sleep(t, self, me);
+			if (!(self->pv & VMM_PV_WAIT_KICK))
+				fw_spin_exit(self);
+			else if (pvticket_sleep(t, self, me, seen))
 				break;
-			}
-			fw_spin_exit(self);
 		}
 		fw_spin_stop(self);
 	}

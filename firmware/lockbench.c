@@ -2,13 +2,15 @@
  * lockbench: every vCPU loops { lock; critical section; unlock; private
  * work } until a common deadline. The critical section increments a shared
  * counter non-atomically, so counter == sum of ops proves mutual exclusion.
- * Reports per vCPU: "ops", "elapsed_ns"; the last vCPU to finish: "counter".
+ * Reports per vCPU: "ops", "elapsed_ns" (and pv_* counts when the VMM
+ * offers PV features, pv.h); the last vCPU to finish: "counter".
  */
 #include "firmware/bench_window.h"
 #include "firmware/console.h"
 #include "firmware/fw.h"
 #include "firmware/hypercall.h"
 #include "firmware/lock.h"
+#include "firmware/pv.h"
 #include "firmware/workload.h"
 
 static union fw_lock bench_lock;
@@ -67,13 +69,14 @@ static uint32_t lockbench_run(struct fw_cpu *self)
 		return FW_EXIT_CONFIG;
 	if (self->idx == 0) {
 		struct fw_lock_params lp = { cfg->num_cpus, p.spin_threshold };
+		char pv[96];
 
 		/* Before vCPU 0 arrives at the start barrier, so before any use. */
 		p.ops->init(&bench_lock, &lp);
 		fw_printf("firmware: lockbench: lock %s, %u vCPUs, %u ms, cs %u cycles, "
-			  "work %u cycles, tsc %lu Hz\n",
+			  "work %u cycles, tsc %lu Hz, pv-features %s\n",
 			  p.ops->name, cfg->num_cpus, cfg->duration_ms, p.cs_cycles,
-			  p.work_cycles, cfg->tsc_hz);
+			  p.work_cycles, cfg->tsc_hz, fw_pv_names(cfg->pv_features, pv, sizeof(pv)));
 	}
 
 	fw_window_start(self, &w);
@@ -82,6 +85,7 @@ static uint32_t lockbench_run(struct fw_cpu *self)
 
 	fw_report("ops", ops);
 	fw_report("elapsed_ns", fw_muldiv64(end - w.start_tsc, 1000000000ull, cfg->tsc_hz));
+	fw_pv_report(self);
 	if (!fw_window_finish(self, ops, &total))
 		return FW_EXIT_OK;
 

@@ -54,8 +54,12 @@ void fw_main(const void *fdt, uint64_t vcpu)
 		fw_exit(FW_EXIT_CONFIG);
 	}
 
-	self.idx = vcpu;
-	self.cfg = &cfg;
+	self = (struct fw_cpu){ .idx = vcpu, .cfg = &cfg, .pv = cfg.pv_features };
+	/* Every workload spins through spin.h; 0 would mean "never pause". */
+	if (fw_dt_workload_u32_opt(&cfg, "spin-threshold", 4096, &self.spin_threshold))
+		fw_exit(FW_EXIT_CONFIG);
+	if (!self.spin_threshold)
+		self.spin_threshold = 1;
 	self.sp = fw_shared_page(&cfg, vcpu);
 	self.sp->spinning_since = 0;
 	self.sp->in_critical = 0;

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const vmm_workload_names[] = { "lockbench", NULL };
-const char *const vmm_lock_names[] = { "ticket", "tas", NULL };
+const char *const vmm_workload_names[] = { "lockbench", "shootdown", "barrier", NULL };
+const char *const vmm_lock_names[] = { "ticket", "tas", "pvticket", "mcs", "pvmcs", NULL };
 
 bool vmm_name_in(const char *const *list, const char *name)
 {
