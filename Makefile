@@ -44,7 +44,7 @@ $(VMM): $(BUILD)/obj/vmm/main.o $(HOST_OBJS) $(FW_BLOB_OBJ)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(HOST_OBJS) $(FW_BLOB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 run: all
 	$(VMM) run

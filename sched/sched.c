@@ -4,7 +4,9 @@
  * unlocking, so an action can never overtake the state change behind it.
  */
 #ifndef _GNU_SOURCE
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #endif
 #include <errno.h>
 #include <pthread.h>

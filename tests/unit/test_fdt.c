@@ -38,7 +38,7 @@ int main(void)
 	cfg.work_cycles = 4567;
 	cfg.duration_ms = 1500;
 	CHECK_EQ(layout_compute(cfg.mem_bytes, cfg.ncpus, &l), 0);
-	struct fdt_guest_info info = { &cfg, &l, 2100000000ull, 3 };
+	struct fdt_guest_info info = { &cfg, &l, 2100000000ull, 3, fdt_pv_features(&cfg) };
 	CHECK_EQ(fdt_build(buf, sizeof(buf), &info), 0);
 	CHECK_EQ(fdt_check_header(buf), 0);
 	CHECK(fdt_totalsize(buf) <= sizeof(buf));
@@ -52,6 +52,15 @@ int main(void)
 	CHECK_EQ(get_u64(buf, vmm, "hypercall-base"), VMM_HC_BASE);
 	CHECK_EQ(get_u64(buf, vmm, "shared-pages"), l.shared_gpa);
 	CHECK_EQ(get_u32(buf, vmm, "vm-id"), 3);
+	/* defaults: co-scheduler on, PV spinlocks, hints, safe points */
+	CHECK_EQ(get_u32(buf, vmm, "pv-features"), VMM_PV_WAIT_KICK | VMM_PV_YIELD | VMM_PV_SPIN_HINT |
+						    VMM_PV_SAFE_POINT | VMM_PV_PREEMPTED);
+	struct vm_config host = cfg;
+	host.sched_mode = SCHED_MODE_HOST;
+	host.pv_spinlock = false;
+	host.spin_detect = SPIN_DETECT_YIELD | SPIN_DETECT_HINT;
+	/* the host scheduler reads no hints and keeps no preempted flags */
+	CHECK_EQ(fdt_pv_features(&host), VMM_PV_YIELD | VMM_PV_SPIN_EXIT);
 
 	int w = fdt_path_offset(buf, "/vmm/workload");
 	CHECK(w >= 0);

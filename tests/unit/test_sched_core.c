@@ -13,6 +13,19 @@
 #include "sched/policy.h"
 
 static long n_pass, n_fail;
+/* The closing line counts scenarios (each fixed case, each random run), not
+ * the hundreds of millions of invariant checks inside them. */
+static long cases_pass, cases_fail;
+
+#define CASE(call)                                \
+	do {                                      \
+		long f0_ = n_fail;                \
+		call;                             \
+		if (n_fail == f0_)                \
+			cases_pass++;             \
+		else                              \
+			cases_fail++;             \
+	} while (0)
 static char ctx[160]; /* which random run, for failure lines */
 
 #define CHECK(e)                                                                   \
@@ -380,11 +393,11 @@ static void run_random_all(void)
 							r.nvms = 1 + (int)(seed % 3 < 2 ? (n + 1) / 2 : 1);
 						if (r.nvms > n)
 							r.nvms = n;
-						run_random(&r, mode == PROGRESS ? 12000 : 4000);
+						CASE(run_random(&r, mode == PROGRESS ? 12000 : 4000));
 						/* sleeper runs end at deadlock: run more seeds */
 						for (int k = 0; k < 5 && mode == SLEEPERS; k++) {
 							r.seed = seed++;
-							run_random(&r, 4000);
+							CASE(run_random(&r, 4000));
 						}
 					}
 }
@@ -402,7 +415,7 @@ static int running_count(struct sched_core *c)
 /* Advance to each deadline in turn, up to `until`. */
 static void run_until(struct sched_core *c, struct fake *f, uint64_t *now, uint64_t until)
 {
-	for (;;) {
+	for (int i = 0; i < 100000; i++) {
 		uint64_t d = sched_core_next_deadline(c);
 		if (d > until)
 			break;
@@ -436,10 +449,19 @@ static void case_basics(void)
 	CHECK(sched_core_create(&bad, NULL, NULL, &why) == NULL && why != NULL);
 }
 
+static void count_trace(void *p, enum sched_trace_ev ev, int v, int arg, uint64_t now)
+{
+	(void)v, (void)arg, (void)now;
+	((int *)p)[ev]++;
+}
+
 static void case_round_robin(void)
 {
 	struct fake f;
 	struct sched_core *c = mk("none", 1, 3, 1, NULL, false, 0, &f);
+	int traced[SCHED_TR_COUNT] = { 0 };
+	c->trace = count_trace;
+	c->trace_ctx = traced;
 	uint64_t now = 0;
 	CHECK(c->slot[0].vcpu == 0 && sched_core_next_deadline(c) == 2 * MS);
 	run_until(c, &f, &now, 2 * MS);
@@ -450,6 +472,8 @@ static void case_round_robin(void)
 	struct sched_vcpu_stats st;
 	sched_core_stats(c, 0, now + 10 * US, &st);
 	CHECK(st.preemptions == 1 && st.ns_running == 2 * MS + 10 * US);
+	CHECK(traced[SCHED_TR_PREEMPT] == 1 && traced[SCHED_TR_GRANT] == 1);
+	CHECK(traced[SCHED_TR_RUNNABLE] == 1);
 	sched_core_destroy(c);
 }
 
@@ -557,7 +581,7 @@ static void case_deferral(void)
 	struct sched_core *c = mk("none", 1, 2, 1, NULL, true, 0, &f);
 	f.h[0].in_critical = true; /* forever */
 	uint64_t now = 0, forced = 0;
-	while (!forced && now < 10 * MS) {
+	for (int i = 0; !forced && i < 10000 && now < 10 * MS; i++) {
 		uint64_t d = sched_core_next_deadline(c);
 		now = d;
 		sched_core_tick(c, d);
@@ -646,16 +670,16 @@ static void case_hist(void)
 
 static void run_cases(void)
 {
-	case_basics();
-	case_round_robin();
-	case_kick_before_wait();
-	case_kick_front_and_handoff();
-	case_wait_timeout();
-	case_deadlock();
-	case_deferral();
-	case_hint_spin();
-	case_gang();
-	case_hist();
+	CASE(case_basics());
+	CASE(case_round_robin());
+	CASE(case_kick_before_wait());
+	CASE(case_kick_front_and_handoff());
+	CASE(case_wait_timeout());
+	CASE(case_deadlock());
+	CASE(case_deferral());
+	CASE(case_hint_spin());
+	CASE(case_gang());
+	CASE(case_hist());
 }
 
 
@@ -663,6 +687,7 @@ int main(void)
 {
 	run_cases();
 	run_random_all();
-	printf("%ld passed, %ld failed\n", n_pass, n_fail);
+	fprintf(stderr, "%ld invariant checks passed, %ld failed\n", n_pass, n_fail);
+	printf("%ld passed, %ld failed\n", cases_pass, cases_fail);
 	return n_fail != 0;
 }

@@ -1,0 +1,334 @@
+/*
+ * The core's events: ticks (timeouts, deferrals, slice ends, hint spin
+ * checks), spins, waits and kicks, done and stop. Bookkeeping lives in
+ * core.c; policy decisions in policy_*.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "sched/core.h"
+#include "sched/core_int.h"
+#include "sched/policy.h"
+
+/* ---- preemption ---- */
+
+/* counted: a preemption (not a yield the scheduler carries out for v) */
+static void force_out(struct sched_core *c, int v, bool counted, uint64_t now)
+{
+	struct sched_vcore *x = &c->v[v];
+	if (x->preempt_req)
+		return;
+	x->preempt_req = true;
+	if (counted)
+		x->st.preemptions++;
+	sc_emit(c, SCHED_ACT_FORCE_EXIT, v, 0);
+	sc_trace(c, SCHED_TR_PREEMPT, v, -1, now);
+}
+
+void sched_core_request_preempt(struct sched_core *c, int v, uint64_t now)
+{
+	struct sched_vcore *x = &c->v[v];
+	if (x->state != SCHED_ST_RUNNING || x->preempt_req || x->preempt_pending)
+		return;
+	if (c->defer && sched_core_get_hint(c, v).in_critical) {
+		x->defer_deadline = now + c->defer_max_ns;
+		x->st.deferrals++;
+		sc_set_pending(c, v, true);
+		sc_trace(c, SCHED_TR_DEFER, v, -1, now);
+		return;
+	}
+	force_out(c, v, true, now);
+}
+
+
+static void slice_ends(struct sched_core *c, uint64_t now)
+{
+	int budget = c->nrunnable;
+	for (int s = 0; s < c->nslots; s++) {
+		int v = c->slot[s].vcpu;
+		if (v >= 0 && sc_outgoing(&c->v[v]))
+			budget--;
+	}
+	/* Oldest slice first, and no more preemptions than there are
+	 * vCPUs to take the slots: no needless exits. */
+	while (budget > 0) {
+		int best = -1;
+		for (int s = 0; s < c->nslots; s++) {
+			int v = c->slot[s].vcpu;
+			if (v < 0 || sc_outgoing(&c->v[v]) ||
+			    now - c->slot[s].slice_start < c->slice_ns)
+				continue;
+			if (best < 0 || c->slot[s].slice_start < c->slot[best].slice_start)
+				best = s;
+		}
+		if (best < 0)
+			return;
+		int v = c->slot[best].vcpu;
+		enum sched_slice_verdict vd = c->pol->on_slice_end ?
+			c->pol->on_slice_end(c, v, now) : SCHED_SLICE_PREEMPT;
+		if (vd == SCHED_SLICE_CONTINUE) {
+			c->slot[best].slice_start = now;
+			continue;
+		}
+		sched_core_request_preempt(c, v, now);
+		budget--;
+	}
+}
+
+static void deferrals(struct sched_core *c, uint64_t now)
+{
+	for (int s = 0; s < c->nslots; s++) {
+		int v = c->slot[s].vcpu;
+		if (v < 0 || !c->v[v].preempt_pending || c->v[v].preempt_req)
+			continue;
+		struct sched_vcore *x = &c->v[v];
+		if (c->nrunnable == 0) {
+			sc_set_pending(c, v, false); /* nobody left to give it to */
+		} else if (now >= x->defer_deadline) {
+			x->st.deferrals_hard++;
+			sc_trace(c, SCHED_TR_DEFER_HARD, v, -1, now);
+			force_out(c, v, true, now);
+		} else if (!sched_core_get_hint(c, v).in_critical) {
+			/* Left its critical section without yielding. */
+			force_out(c, v, true, now);
+		}
+	}
+}
+
+/* ---- spin events ---- */
+
+static void spin_event(struct sched_core *c, int v, int target, bool in_guest,
+		       uint64_t now)
+{
+	struct sched_vcore *x = &c->v[v];
+	x->st.spin_events++;
+	sc_trace(c, SCHED_TR_SPIN, v, target, now);
+	if (target < 0 || target >= c->nvcpus)
+		target = sched_core_get_hint(c, v).waiting_for;
+	if (target >= c->nvcpus)
+		target = -1;
+	if (!c->pol->on_spin || c->nrunnable == 0)
+		return;
+	int to = c->pol->on_spin(c, v, target, now);
+	if (to < 0 || to == v || c->v[to].state != SCHED_ST_RUNNABLE)
+		return;
+	if (in_guest) {
+		/* It must leave guest mode first; the slot follows. */
+		x->handoff_to = to;
+		force_out(c, v, false, now);
+		return;
+	}
+	sc_release(c, v, to, now);
+	sc_make_runnable(c, v, false, now);
+	sc_set_preempted(c, v, true);
+}
+
+static void hint_checks(struct sched_core *c, uint64_t now)
+{
+	if (!(c->spin_sources & SCHED_SPIN_HINT) || now < c->next_hint_check)
+		return;
+	c->next_hint_check = now + c->ple_window_ns;
+	if (c->nrunnable == 0)
+		return;
+	for (int s = 0; s < c->nslots; s++) {
+		int v = c->slot[s].vcpu;
+		if (v < 0 || c->v[v].preempt_req)
+			continue;
+		struct sched_vcore *x = &c->v[v];
+		uint64_t since = sched_core_get_hint(c, v).spinning_since;
+		if (!since || since > now || now - since < c->ple_window_ns)
+			continue;
+		if (x->last_hint_spin && now - x->last_hint_spin < c->ple_window_ns)
+			continue;
+		x->last_hint_spin = now;
+		spin_event(c, v, -1, true, now);
+	}
+}
+
+/* ---- events ---- */
+
+static void end(struct sched_core *c, uint64_t now)
+{
+	sc_fill_slots(c, now);
+}
+
+void sched_core_tick(struct sched_core *c, uint64_t now)
+{
+	sc_begin(c, now);
+	if (c->stopping || c->deadlock)
+		return;
+	for (int v = 0; v < c->nvcpus; v++) {
+		struct sched_vcore *x = &c->v[v];
+		if (x->state == SCHED_ST_WAITING && x->wait_deadline <= now) {
+			x->wake_reason = -ETIMEDOUT;
+			sc_make_runnable(c, v, false, now);
+		}
+	}
+	deferrals(c, now);
+	if (c->pol->tick)
+		c->pol->tick(c, now);
+	slice_ends(c, now);
+	hint_checks(c, now);
+	end(c, now);
+}
+
+void sched_core_yield(struct sched_core *c, int v, uint64_t now)
+{
+	sc_begin(c, now);
+	struct sched_vcore *x = &c->v[v];
+	if (x->state != SCHED_ST_RUNNING)
+		return;
+	sc_release(c, v, x->handoff_to, now);
+	sc_make_runnable(c, v, false, now);
+	sc_set_preempted(c, v, true);
+	end(c, now);
+}
+
+void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
+		     uint64_t now)
+{
+	sc_begin(c, now);
+	struct sched_vcore *x = &c->v[v];
+	if (x->state != SCHED_ST_RUNNING)
+		return;
+	if (x->preempt_pending || x->preempt_req) {
+		/* The guest's yield is the safe point we were waiting for. */
+		sched_core_yield(c, v, now);
+		return;
+	}
+	if (!(c->spin_sources & source))
+		return;
+	spin_event(c, v, target, false, now);
+	end(c, now);
+}
+
+void sched_core_safe_point(struct sched_core *c, int v, uint64_t now)
+{
+	sc_begin(c, now);
+	struct sched_vcore *x = &c->v[v];
+	if (x->state != SCHED_ST_RUNNING)
+		return;
+	if (x->preempt_req || (x->preempt_pending && c->nrunnable > 0))
+		sched_core_yield(c, v, now);
+	else
+		sc_set_pending(c, v, false);
+}
+
+static int sleep_on(struct sched_core *c, int v, enum sched_vstate s,
+		    uint64_t deadline, uint64_t now)
+{
+	struct sched_vcore *x = &c->v[v];
+	if (x->kick_pending) {
+		x->kick_pending = false;
+		return 0;
+	}
+	if (x->state != SCHED_ST_RUNNING)
+		return 0; /* only a vCPU holding a slot can go to sleep */
+	sc_release(c, v, -1, now);
+	x->wait_deadline = deadline;
+	x->wake_reason = 0;
+	x->kicked_at = 0;
+	sc_set_state(c, v, s, now);
+	sc_set_preempted(c, v, false);
+	sc_check_deadlock(c, now);
+	end(c, now);
+	return 1;
+}
+
+int sched_core_wait(struct sched_core *c, int v, uint64_t timeout_ns, uint64_t now)
+{
+	sc_begin(c, now);
+	c->v[v].st.waits++;
+	uint64_t dl = timeout_ns == SCHED_NO_TIMEOUT ? UINT64_MAX :
+		      (now + timeout_ns < now ? UINT64_MAX - 1 : now + timeout_ns);
+	return sleep_on(c, v, SCHED_ST_WAITING, dl, now);
+}
+
+int sched_core_halt(struct sched_core *c, int v, uint64_t now)
+{
+	sc_begin(c, now);
+	return sleep_on(c, v, SCHED_ST_IDLE, UINT64_MAX, now);
+}
+
+static void wake(struct sched_core *c, int from, int to, uint64_t now)
+{
+	struct sched_vcore *t = &c->v[to];
+	if (t->state == SCHED_ST_DONE)
+		return;
+	if (t->state != SCHED_ST_WAITING && t->state != SCHED_ST_IDLE) {
+		t->kick_pending = true;
+		return;
+	}
+	t->wake_reason = 0;
+	t->kicked_at = now ? now : 1;
+	enum sched_kick_verdict vd = c->pol->on_kick ? c->pol->on_kick(c, from, to) :
+				     SCHED_KICK_FRONT;
+	bool can_handoff = from >= 0 && from != to &&
+			   c->v[from].state == SCHED_ST_RUNNING && !c->stopping;
+	if (vd == SCHED_KICK_HANDOFF && can_handoff) {
+		sc_make_runnable(c, to, true, now);
+		sc_release(c, from, to, now);
+		sc_make_runnable(c, from, false, now);
+		sc_set_preempted(c, from, true);
+	} else {
+		sc_make_runnable(c, to, vd != SCHED_KICK_BACK, now);
+	}
+}
+
+void sched_core_kick(struct sched_core *c, int from, int to, uint64_t now)
+{
+	sc_begin(c, now);
+	if (to < 0 || to >= c->nvcpus)
+		return;
+	if (from >= 0)
+		c->v[from].st.kicks_sent++;
+	c->v[to].st.kicks_received++;
+	sc_trace(c, SCHED_TR_KICK, to, from, now);
+	wake(c, from, to, now);
+	end(c, now);
+}
+
+void sched_core_wake(struct sched_core *c, int v, uint64_t now)
+{
+	sc_begin(c, now);
+	wake(c, -1, v, now);
+	end(c, now);
+}
+
+void sched_core_done(struct sched_core *c, int v, uint64_t now)
+{
+	sc_begin(c, now);
+	struct sched_vcore *x = &c->v[v];
+	if (x->state == SCHED_ST_DONE)
+		return;
+	if (x->state == SCHED_ST_RUNNING)
+		sc_release(c, v, -1, now);
+	sc_set_state(c, v, SCHED_ST_DONE, now);
+	sc_set_preempted(c, v, false);
+	for (int i = 0; i < c->nvcpus; i++)
+		if (c->v[i].handoff_to == v)
+			c->v[i].handoff_to = -1;
+	sc_check_deadlock(c, now);
+	end(c, now);
+}
+
+void sched_core_stop(struct sched_core *c, uint64_t now)
+{
+	sc_begin(c, now);
+	if (c->stopping)
+		return;
+	c->stopping = true;
+	for (int s = 0; s < c->nslots; s++)
+		if (c->slot[s].vcpu >= 0)
+			force_out(c, c->slot[s].vcpu, false, now);
+	sc_emit(c, SCHED_ACT_WAKE_ALL, -1, -ECANCELED);
+}
+
+void sched_core_resumed(struct sched_core *c, int v, uint64_t now)
+{
+	struct sched_vcore *x = &c->v[v];
+	if (x->kicked_at) {
+		sched_hist_add(&x->st.kick_latency, now > x->kicked_at ? now - x->kicked_at : 0);
+		x->kicked_at = 0;
+	}
+}

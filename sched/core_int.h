@@ -1,0 +1,33 @@
+/*
+ * Bookkeeping shared by core.c and core_events.c; not for policies or
+ * callers (they use core.h).
+ */
+#ifndef VMM_SCHED_CORE_INT_H
+#define VMM_SCHED_CORE_INT_H
+
+#include "sched/core.h"
+
+void sc_emit(struct sched_core *c, enum sched_action_kind k, int v, int val);
+void sc_set_state(struct sched_core *c, int v, enum sched_vstate s, uint64_t now);
+void sc_set_preempted(struct sched_core *c, int v, bool on);
+void sc_set_pending(struct sched_core *c, int v, bool on);
+void sc_make_runnable(struct sched_core *c, int v, bool front, uint64_t now);
+void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now);
+void sc_release(struct sched_core *c, int v, int to, uint64_t now);
+void sc_fill_slots(struct sched_core *c, uint64_t now);
+void sc_check_deadlock(struct sched_core *c, uint64_t now);
+void sc_begin(struct sched_core *c, uint64_t now);
+
+static inline void sc_trace(struct sched_core *c, enum sched_trace_ev ev, int v,
+			 int arg, uint64_t now)
+{
+	if (c->trace)
+		c->trace(c->trace_ctx, ev, v, arg, now);
+}
+
+static inline bool sc_outgoing(const struct sched_vcore *x)
+{
+	return x->preempt_req || x->preempt_pending;
+}
+
+#endif

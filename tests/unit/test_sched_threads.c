@@ -1,0 +1,344 @@
+/*
+ * The co-scheduler's thread layer with real threads and fake vCPUs: a fake
+ * vCPU "runs its guest" by spinning until its force-exit flag is set, and
+ * accumulates progress only while it holds a slot.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sched/sched.h"
+
+static atomic_long n_pass, n_fail;
+
+#define CHECK(e)                                                                   \
+	do {                                                                       \
+		if (e) {                                                           \
+			atomic_fetch_add(&n_pass, 1);                              \
+		} else {                                                           \
+			atomic_fetch_add(&n_fail, 1);                              \
+			printf("%s:%d: CHECK(%s) failed%s\n", __FILE__, __LINE__,  \
+			       #e, cur_case);                                      \
+		}                                                                  \
+	} while (0)
+
+static char cur_case[96];
+
+#define MAXV 8
+
+struct fv {
+	int id;
+	struct sched *s;
+	atomic_int force;
+	atomic_long progress;
+	atomic_int result;
+	pthread_t th;
+};
+
+static struct fv fvs[MAXV];
+static atomic_int running_now, max_running, stop_flag;
+static atomic_int deadlock_calls;
+
+static void fv_force_exit(void *opaque)
+{
+	atomic_store(&((struct fv *)opaque)->force, 1);
+}
+
+static const struct sched_vcpu_ops fv_ops = { .force_exit = fv_force_exit };
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	nanosleep(&ts, NULL);
+}
+
+static void on_deadlock(void *ctx)
+{
+	(void)ctx;
+	atomic_fetch_add(&deadlock_calls, 1);
+}
+
+static struct sched *mk(const char *pol, int m, int n, int nvms, const int *vm_of,
+			uint64_t slice_ns)
+{
+	struct sched_params p = {
+		.nvcpus = n, .npcpus = m, .policy = pol, .slice_ns = slice_ns,
+		.spin_sources = SCHED_SPIN_ALL, .nvms = nvms, .vm_of = vm_of, .seed = 7,
+	};
+	const char *why = NULL;
+	struct sched *s = sched_create(&p, &why);
+	CHECK(s != NULL);
+	if (!s) {
+		printf("sched_create: %s\n", why);
+		exit(1);
+	}
+	for (int v = 0; v < n; v++) {
+		memset(&fvs[v], 0, sizeof(fvs[v]));
+		fvs[v].id = v;
+		fvs[v].s = s;
+		sched_set_vcpu(s, v, &fv_ops, &fvs[v]);
+	}
+	sched_set_deadlock_cb(s, on_deadlock, NULL);
+	atomic_store(&running_now, 0);
+	atomic_store(&max_running, 0);
+	atomic_store(&stop_flag, 0);
+	atomic_store(&deadlock_calls, 0);
+	return s;
+}
+
+static void in_guest(void)
+{
+	int r = atomic_fetch_add(&running_now, 1) + 1, m = atomic_load(&max_running);
+	while (r > m && !atomic_compare_exchange_weak(&max_running, &m, r))
+		;
+}
+
+static void out_of_guest(void)
+{
+	atomic_fetch_sub(&running_now, 1);
+}
+
+/* ---- progress: M slots, N spinning fake vCPUs, the timer thread ---- */
+
+static void *progress_main(void *arg)
+{
+	struct fv *f = arg;
+	unsigned seed = (unsigned)f->id * 7919u + 1;
+	int r = sched_vcpu_enter(f->s, f->id);
+	while (r == 0) {
+		in_guest();
+		long n = 0;
+		while (!atomic_load_explicit(&f->force, memory_order_acquire) &&
+		       !atomic_load(&stop_flag) && ++n % 4096)
+			atomic_fetch_add_explicit(&f->progress, 1, memory_order_relaxed);
+		out_of_guest();
+		atomic_store(&f->force, 0);
+		if (n % 4096 == 0 && rand_r(&seed) % 8 == 0) {
+			/* a yield hypercall now and then */
+			r = sched_vcpu_spin(f->s, f->id, -1, SCHED_SPIN_YIELD);
+			continue;
+		}
+		if (sched_vcpu_after_exit(f->s, f->id))
+			r = sched_vcpu_yield_slot(f->s, f->id);
+		else if (atomic_load(&stop_flag))
+			break;
+	}
+	atomic_store(&f->result, r);
+	sched_vcpu_done(f->s, f->id);
+	return NULL;
+}
+
+static void test_progress(const char *pol, int m, int n, int nvms)
+{
+	snprintf(cur_case, sizeof(cur_case), " in progress(%s m=%d n=%d vms=%d)", pol, m, n, nvms);
+	int vm_of[MAXV];
+	for (int v = 0; v < n; v++)
+		vm_of[v] = v % nvms;
+	struct sched *s = mk(pol, m, n, nvms, vm_of, 1000000);
+	sched_start(s);
+	CHECK(sched_run_timer_thread(s) == 0);
+	for (int v = 0; v < n; v++)
+		pthread_create(&fvs[v].th, NULL, progress_main, &fvs[v]);
+	sleep_ms(150);
+	atomic_store(&stop_flag, 1);
+	sched_stop(s);
+	for (int v = 0; v < n; v++)
+		pthread_join(fvs[v].th, NULL);
+	CHECK(atomic_load(&max_running) <= m);
+	CHECK(atomic_load(&max_running) >= 1);
+	uint64_t switches = 0;
+	for (int v = 0; v < n; v++) {
+		struct sched_vcpu_stats st;
+		sched_stats(s, v, &st);
+		switches += st.preemptions + st.yields_given;
+		CHECK(atomic_load(&fvs[v].progress) > 0);
+		CHECK(st.ns_running > 0);
+		int r = atomic_load(&fvs[v].result);
+		CHECK(r == 0 || r == -ECANCELED);
+	}
+	CHECK(switches > 0); /* the slots really were shared */
+	CHECK(atomic_load(&deadlock_calls) == 0);
+	sched_destroy(s);
+	cur_case[0] = 0;
+}
+
+/* ---- wait/kick: a token passed round a ring, thousands of times ---- */
+
+static atomic_int turn;
+static int ring_n, ring_rounds;
+static bool ring_timeouts;
+
+static void *ring_main(void *arg)
+{
+	struct fv *f = arg;
+	int v = f->id, r = sched_vcpu_enter(f->s, v);
+	for (int i = 0; r == 0 && i < ring_rounds; i++) {
+		/* The hypercall layer's "value still equals expected" check,
+		 * then the wait: a kick in between must not be lost. */
+		while (r == 0 && atomic_load(&turn) != v) {
+			r = sched_vcpu_wait(f->s, v, ring_timeouts && i % 3 == 0 ? 200000 : 0);
+			if (r == -ETIMEDOUT)
+				r = 0;
+		}
+		if (r)
+			break;
+		atomic_store(&turn, (v + 1) % ring_n);
+		r = sched_vcpu_kick(f->s, v, (v + 1) % ring_n);
+		if (r == 0 && sched_vcpu_after_exit(f->s, v))
+			r = sched_vcpu_yield_slot(f->s, v);
+	}
+	atomic_store(&f->result, r);
+	sched_vcpu_done(f->s, v);
+	return NULL;
+}
+
+static void test_ring(const char *pol, int m, int n, int rounds, bool timeouts)
+{
+	snprintf(cur_case, sizeof(cur_case), " in ring(%s m=%d n=%d timeouts=%d)", pol, m, n, timeouts);
+	struct sched *s = mk(pol, m, n, 1, NULL, 100000);
+	ring_n = n;
+	ring_rounds = rounds;
+	ring_timeouts = timeouts;
+	atomic_store(&turn, 0);
+	sched_start(s);
+	CHECK(sched_run_timer_thread(s) == 0);
+	for (int v = 0; v < n; v++)
+		pthread_create(&fvs[v].th, NULL, ring_main, &fvs[v]);
+	for (int v = 0; v < n; v++)
+		pthread_join(fvs[v].th, NULL);
+	long kicks = 0, waits = 0, handoffs = 0;
+	for (int v = 0; v < n; v++) {
+		CHECK(atomic_load(&fvs[v].result) == 0);
+		struct sched_vcpu_stats st;
+		sched_stats(s, v, &st);
+		kicks += (long)st.kicks_received;
+		waits += (long)st.waits;
+		handoffs += (long)st.yields_received;
+		if (st.kick_latency.count)
+			CHECK(sched_hist_percentile(&st.kick_latency, 99) < 1000000000ull);
+	}
+	if (!strcmp(pol, "pv"))
+		CHECK(handoffs > 0);
+	CHECK(kicks == (long)n * rounds);
+	CHECK(waits > 0);
+	CHECK(atomic_load(&deadlock_calls) == 0 && !sched_deadlocked(s));
+	sched_destroy(s);
+	cur_case[0] = 0;
+}
+
+/* ---- deadlock: everyone waits forever ---- */
+
+static void *waiter_main(void *arg)
+{
+	struct fv *f = arg;
+	int r = sched_vcpu_enter(f->s, f->id);
+	if (r == 0)
+		r = sched_vcpu_wait(f->s, f->id, SCHED_NO_TIMEOUT);
+	atomic_store(&f->result, r);
+	return NULL;
+}
+
+static void test_deadlock(void)
+{
+	snprintf(cur_case, sizeof(cur_case), " in deadlock");
+	struct sched *s = mk("pv", 2, 3, 1, NULL, 0);
+	sched_start(s);
+	CHECK(sched_run_timer_thread(s) == 0);
+	for (int v = 0; v < 3; v++)
+		pthread_create(&fvs[v].th, NULL, waiter_main, &fvs[v]);
+	for (int v = 0; v < 3; v++) {
+		pthread_join(fvs[v].th, NULL);
+		CHECK(atomic_load(&fvs[v].result) == -EDEADLK);
+	}
+	CHECK(atomic_load(&deadlock_calls) == 1 && sched_deadlocked(s));
+	CHECK(sched_vcpu_enter(s, 0) == -EDEADLK);
+	sched_destroy(s);
+	cur_case[0] = 0;
+}
+
+/* ---- small things on one thread ---- */
+
+static void test_single_thread(void)
+{
+	snprintf(cur_case, sizeof(cur_case), " in single");
+	struct sched *s = mk("none", 1, 2, 1, NULL, 0);
+	CHECK(sched_next_deadline(s) == UINT64_MAX);
+	sched_start(s);
+	/* The deadline moved earlier: the event loop's fd says so. */
+	struct pollfd pfd = { sched_wake_fd(s), POLLIN, 0 };
+	CHECK(poll(&pfd, 1, 0) == 1);
+	uint64_t d = sched_next_deadline(s);
+	CHECK(d != UINT64_MAX && d > sched_now_ns());
+	CHECK(sched_vcpu_enter(s, 0) == 0);
+	/* kick before wait returns at once, from the VMM or from itself */
+	CHECK(sched_vcpu_kick(s, -1, 0) == 0);
+	CHECK(sched_vcpu_wait(s, 0, SCHED_NO_TIMEOUT) == 0);
+	CHECK(sched_vcpu_kick(s, 0, 0) == 0);
+	CHECK(sched_vcpu_wait(s, 0, SCHED_NO_TIMEOUT) == 0);
+	CHECK(!sched_vcpu_after_exit(s, 0));
+	sched_tick(s, d + SCHED_DEFAULT_SLICE_NS); /* past the slice end */
+	CHECK(atomic_load(&fvs[0].force) == 1 && sched_vcpu_after_exit(s, 0));
+	sched_stop(s);
+	CHECK(sched_vcpu_yield_slot(s, 0) == -ECANCELED);
+	CHECK(sched_vcpu_enter(s, 1) == -ECANCELED);
+	sched_destroy(s);
+
+	const char *why = NULL;
+	struct sched_params bad = { .nvcpus = 1, .npcpus = 1, .policy = "fifo" };
+	CHECK(sched_create(&bad, &why) == NULL && why != NULL);
+	cur_case[0] = 0;
+}
+
+/* ---- pinning: a granted vCPU runs on its slot's host CPU ---- */
+
+static void test_pinning(void)
+{
+	snprintf(cur_case, sizeof(cur_case), " in pinning");
+	cpu_set_t set;
+	CHECK(sched_getaffinity(0, sizeof(set), &set) == 0);
+	int cpu = -1;
+	for (int i = CPU_SETSIZE - 1; i >= 0 && cpu < 0; i--)
+		if (CPU_ISSET(i, &set))
+			cpu = i;
+	struct sched_params p = { .nvcpus = 1, .npcpus = 1, .host_cpu = &cpu };
+	const char *why;
+	struct sched *s = sched_create(&p, &why);
+	sched_start(s);
+	CHECK(sched_vcpu_enter(s, 0) == 0);
+	CHECK(sched_getcpu() == cpu);
+	sched_vcpu_done(s, 0);
+	sched_destroy(s);
+	sched_setaffinity(0, sizeof(set), &set);
+	cur_case[0] = 0;
+}
+
+int main(void)
+{
+	test_single_thread();
+	test_pinning();
+	test_deadlock();
+	static const char *const pols[] = { "none", "random", "directed", "holder", "pv" };
+	for (size_t i = 0; i < sizeof(pols) / sizeof(pols[0]); i++) {
+		test_progress(pols[i], 2, 5, 1);
+		test_progress(pols[i], 1, 3, 1);
+	}
+	test_progress("gang", 2, 4, 2);
+	test_progress("gang", 3, 7, 3);
+	test_ring("none", 2, 2, 3000, false);
+	test_ring("pv", 2, 2, 3000, false);
+	test_ring("pv", 2, 3, 3000, false);
+	test_ring("pv", 1, 4, 2000, true);
+	test_ring("directed", 3, 3, 3000, true);
+	printf("%ld passed, %ld failed\n", atomic_load(&n_pass), atomic_load(&n_fail));
+	return atomic_load(&n_fail) != 0;
+}
