@@ -60,12 +60,25 @@ static inline void fw_lock_acquire(const struct lock_ops *ops, union fw_lock *l,
 {
 	uint32_t depth = self->sp->in_critical;
 
-	/* Entering the lock region is a safe point too: a vCPU told to yield
-	 * must not first take a ticket or queue node it would be preempted
-	 * with. Same single load as at release. */
-	if (!depth && self->sp->preempt_pending && (self->pv & VMM_PV_SAFE_POINT))
-		fw_pv_yield_to(self, -1);
 	self->sp->in_critical = depth + 1;
+	/*
+	 * Entering the lock region is a safe point too, and the one that must
+	 * be race-free: the VMM publishes preempt_pending and only later looks
+	 * at in_critical before forcing us out; we publish in_critical and then
+	 * look at preempt_pending (Dekker, hence the fence). Either we see the
+	 * request and yield before taking a ticket or queue node, or the VMM
+	 * sees us in the region and keeps deferring: never preempted holding a
+	 * place in a lock queue we took after the request.
+	 */
+	if (!depth && (self->pv & VMM_PV_SAFE_POINT)) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&self->sp->preempt_pending, __ATOMIC_RELAXED)) {
+			self->sp->in_critical = 0;
+			fw_pv_yield_to(self, -1);
+			self->sp->in_critical = 1;
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		}
+	}
 	ops->lock(l, self);
 }
 
@@ -79,8 +92,7 @@ static inline void fw_lock_release(const struct lock_ops *ops, union fw_lock *l,
 	/* The safe point: the VMM deferred a preemption while we were in the
 	 * lock region. preempt_pending is first because it is almost always
 	 * 0, so the fast path costs one load of our own page. No fence: a
-	 * request that races with this store is caught at the next release
-	 * or by the VMM's hard deadline. */
+	 * request that races with this store is caught at the next acquire. */
 	if (!depth && self->sp->preempt_pending && (self->pv & VMM_PV_SAFE_POINT))
 		fw_pv_yield_to(self, -1);
 }

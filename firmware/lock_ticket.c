@@ -2,6 +2,7 @@
  * Ticket lock: FIFO, so a preempted waiter stalls everyone queued behind
  * it (lock-waiter preemption) - the baseline the PV kinds improve on.
  */
+#include "firmware/fw.h"
 #include "firmware/lock.h"
 
 struct ticket_lock {
@@ -12,6 +13,22 @@ struct ticket_lock {
 };
 
 _Static_assert(sizeof(struct ticket_lock) <= FW_LOCK_SIZE, "fits union fw_lock");
+
+/*
+ * Who took each outstanding ticket (at most one per vCPU, so ticket mod 256
+ * is unique). A waiter names the vCPU whose ticket is up: the holder, or
+ * the preempted next-in-line that stalls everyone (lock-waiter preemption);
+ * the `holder` and `directed` policies then yield to exactly that vCPU. One
+ * lock instance, like pvticket's sleeper slots: all the workloads need.
+ */
+#define TAKER_SLOTS 256
+_Static_assert(TAKER_SLOTS >= FW_MAX_CPUS, "a slot per outstanding ticket");
+static int32_t ticket_taker[TAKER_SLOTS];
+
+static int32_t up_now(uint32_t owner)
+{
+	return __atomic_load_n(&ticket_taker[owner % TAKER_SLOTS], __ATOMIC_RELAXED);
+}
 
 static void ticket_init(union fw_lock *l, const struct fw_lock_params *p)
 {
@@ -30,8 +47,9 @@ static void ticket_lock(union fw_lock *l, struct fw_cpu *self)
 	uint32_t seen = __atomic_load_n(&t->owner, __ATOMIC_ACQUIRE);
 	struct fw_spin s;
 
+	__atomic_store_n(&ticket_taker[me % TAKER_SLOTS], (int32_t)self->idx, __ATOMIC_RELAXED);
 	if (seen != me) {
-		fw_spin_start(self, &s, __atomic_load_n(&t->holder, __ATOMIC_RELAXED));
+		fw_spin_start(self, &s, up_now(seen));
 		for (;;) {
 			uint32_t now = __atomic_load_n(&t->owner, __ATOMIC_ACQUIRE);
 
@@ -41,10 +59,10 @@ static void ticket_lock(union fw_lock *l, struct fw_cpu *self)
 				/* The queue moves: who holds it now? */
 				seen = now;
 				fw_spin_progress(self, &s);
-				fw_spin_waiting_for(self, __atomic_load_n(&t->holder, __ATOMIC_RELAXED));
+				fw_spin_waiting_for(self, up_now(now));
 			}
 			if (fw_spin_pause(self, &s)) {
-				fw_spin_waiting_for(self, __atomic_load_n(&t->holder, __ATOMIC_RELAXED));
+				fw_spin_waiting_for(self, up_now(now));
 				fw_spin_exit(self);
 			}
 		}

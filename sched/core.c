@@ -333,11 +333,8 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 		if (x->state == SCHED_ST_RUNNING && sc_outgoing(x))
 			nout++;
 		if (x->state == SCHED_ST_RUNNING && x->preempt_pending && !x->preempt_req) {
-			/* Poll for the guest leaving its critical section. */
-			uint64_t poll = c->last_now + c->ple_window_ns;
-			uint64_t t = poll < x->defer_deadline ? poll : x->defer_deadline;
-			if (t < d)
-				d = t;
+			if (x->defer_deadline < d)
+				d = x->defer_deadline;
 		}
 	}
 	if (c->nrunnable > nout) {

@@ -30,7 +30,14 @@ void sched_core_request_preempt(struct sched_core *c, int v, uint64_t now)
 	struct sched_vcore *x = &c->v[v];
 	if (x->state != SCHED_ST_RUNNING || x->preempt_req || x->preempt_pending)
 		return;
-	if (c->defer && sched_core_get_hint(c, v).in_critical) {
+	/*
+	 * With deferral, a preemption always starts as a request in the shared
+	 * page. Reading in_critical now and forcing at once would race: the
+	 * signal lands ~10-20 us later, maybe after the guest took a ticket.
+	 * The guest checks the request when it enters and leaves a lock region
+	 * and yields there; deferrals() forces it out at the hard deadline.
+	 */
+	if (c->defer) {
 		x->defer_deadline = now + c->defer_max_ns;
 		x->st.deferrals++;
 		sc_set_pending(c, v, true);
@@ -88,10 +95,13 @@ static void deferrals(struct sched_core *c, uint64_t now)
 			x->st.deferrals_hard++;
 			sc_trace(c, SCHED_TR_DEFER_HARD, v, -1, now);
 			force_out(c, v, true, now);
-		} else if (!sched_core_get_hint(c, v).in_critical) {
-			/* Left its critical section without yielding. */
-			force_out(c, v, true, now);
 		}
+		/*
+		 * No polling in between: on a machine with as many slots as CPUs
+		 * the event loop shares a CPU with a vCPU, and waking it every few
+		 * microseconds starves exactly the lock holder we wait for. A
+		 * cooperative guest yields at its next lock boundary by itself.
+		 */
 	}
 }
 

@@ -27,7 +27,9 @@ struct svcpu {
 	atomic_int yield_req; /* read lock-free by sched_vcpu_after_exit */
 	const struct sched_vcpu_ops *ops;
 	void *opaque;
-	int pinned_cpu;       /* only its own thread touches this */
+	int pinned_cpu;       /* under the mutex */
+	pthread_t thread;     /* the vCPU's thread, once it has entered */
+	bool has_thread;
 };
 
 struct sched {
@@ -125,6 +127,24 @@ void sched_set_deadlock_cb(struct sched *s, void (*cb)(void *ctx), void *ctx)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/*
+ * The granter moves the thread to its slot's CPU before waking it, so the
+ * wake-up lands there: woken on its old CPU it would first preempt whoever
+ * runs in that slot (maybe a lock holder) and only then migrate.
+ */
+static void pin(struct sched *s, int v, int slot)
+{
+	struct svcpu *x = &s->vc[v];
+	if (!s->host_cpu || !x->has_thread || slot < 0 || s->host_cpu[slot] < 0 ||
+	    s->host_cpu[slot] == x->pinned_cpu)
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(s->host_cpu[slot], &set);
+	if (pthread_setaffinity_np(x->thread, sizeof(set), &set) == 0)
+		x->pinned_cpu = s->host_cpu[slot];
+}
+
 /* With the mutex held, after every core event. */
 static void run_actions(struct sched *s)
 {
@@ -135,6 +155,7 @@ static void run_actions(struct sched *s)
 		switch (a->kind) {
 		case SCHED_ACT_GRANT:
 			atomic_store_explicit(&x->yield_req, 0, memory_order_relaxed);
+			pin(s, a->v, a->val);
 			pthread_cond_signal(&x->cv);
 			break;
 		case SCHED_ACT_FORCE_EXIT:
@@ -178,19 +199,6 @@ static uint64_t lock(struct sched *s)
 	return sched_now_ns();
 }
 
-static void pin(struct sched *s, int v, int slot)
-{
-	struct svcpu *x = &s->vc[v];
-	if (!s->host_cpu || slot < 0 || s->host_cpu[slot] < 0 ||
-	    s->host_cpu[slot] == x->pinned_cpu)
-		return;
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(s->host_cpu[slot], &set);
-	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0)
-		x->pinned_cpu = s->host_cpu[slot];
-}
-
 /* Mutex held on entry, released on return. Blocks until v holds a slot. */
 static int block_unlock(struct sched *s, int v, int *wake_reason)
 {
@@ -198,15 +206,12 @@ static int block_unlock(struct sched *s, int v, int *wake_reason)
 	while (!c->stopping && !c->deadlock && c->v[v].state != SCHED_ST_RUNNING)
 		pthread_cond_wait(&s->vc[v].cv, &s->mu);
 	int r = c->stopping ? -ECANCELED : c->deadlock ? -EDEADLK : 0;
-	int slot = c->v[v].slot;
 	if (!r) {
 		sched_core_resumed(c, v, sched_now_ns());
 		if (wake_reason)
 			*wake_reason = c->v[v].wake_reason;
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (!r)
-		pin(s, v, slot);
 	return r;
 }
 
@@ -220,6 +225,11 @@ void sched_start(struct sched *s)
 int sched_vcpu_enter(struct sched *s, int v)
 {
 	pthread_mutex_lock(&s->mu);
+	s->vc[v].thread = pthread_self();
+	s->vc[v].has_thread = true;
+	/* Granted before this thread existed: move it now. */
+	if (s->c->v[v].state == SCHED_ST_RUNNING)
+		pin(s, v, s->c->v[v].slot);
 	return block_unlock(s, v, NULL);
 }
 
