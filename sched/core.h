@@ -101,6 +101,8 @@ void sched_core_tick(struct sched_core *c, uint64_t now);
 void sched_core_yield(struct sched_core *c, int v, uint64_t now);
 void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 		     uint64_t now);
+/* A spin observed by the VMM while v runs in guest mode (PLE exits). */
+void sched_core_spin_seen(struct sched_core *c, int v, unsigned source, uint64_t now);
 void sched_core_safe_point(struct sched_core *c, int v, uint64_t now);
 /* 0: returned at once (kick pending); 1: v gave up its slot and waits. */
 int sched_core_wait(struct sched_core *c, int v, uint64_t timeout_ns, uint64_t now);

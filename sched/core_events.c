@@ -212,6 +212,18 @@ void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 	end(c, now);
 }
 
+void sched_core_spin_seen(struct sched_core *c, int v, unsigned source, uint64_t now)
+{
+	sc_begin(c, now);
+	struct sched_vcore *x = &c->v[v];
+	/* Seen from outside (a PLE tracepoint): v is in guest mode, so the
+	 * policy's answer goes through a forced exit, like a hint spin. */
+	if (x->state != SCHED_ST_RUNNING || x->preempt_req || !(c->spin_sources & source))
+		return;
+	spin_event(c, v, -1, true, now);
+	end(c, now);
+}
+
 void sched_core_safe_point(struct sched_core *c, int v, uint64_t now)
 {
 	sc_begin(c, now);

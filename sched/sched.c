@@ -252,6 +252,13 @@ int sched_vcpu_spin(struct sched *s, int v, int target, unsigned source)
 	return block_unlock(s, v, NULL);
 }
 
+void sched_vcpu_spin_seen(struct sched *s, int v, unsigned source)
+{
+	sched_core_spin_seen(s->c, v, source, lock(s));
+	run_actions(s);
+	pthread_mutex_unlock(&s->mu);
+}
+
 int sched_vcpu_safe_point(struct sched *s, int v)
 {
 	sched_core_safe_point(s->c, v, lock(s));

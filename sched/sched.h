@@ -79,6 +79,8 @@ bool sched_vcpu_after_exit(struct sched *s, int v);
 int sched_vcpu_yield_slot(struct sched *s, int v);
 int sched_vcpu_spin(struct sched *s, int v, int target, unsigned source);
 int sched_vcpu_safe_point(struct sched *s, int v);
+/* From any thread: the VMM saw v spin (e.g. pause-loop exits); never blocks. */
+void sched_vcpu_spin_seen(struct sched *s, int v, unsigned source);
 /* 0: kicked (or a kick was already pending), -ETIMEDOUT, -EDEADLK,
  * -ECANCELED. timeout_ns SCHED_NO_TIMEOUT waits for a kick only. */
 int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns);

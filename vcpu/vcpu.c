@@ -236,6 +236,7 @@ static void *vcpu_thread(void *arg)
 	char name[16];
 	snprintf(name, sizeof(name), "vcpu%u", v->id);
 	pthread_setname_np(pthread_self(), name);
+	atomic_store(&v->tid, (int)gettid());
 
 	struct sched *s = v->env->sched;
 	int me = v->env->sched_base + (int)v->id;

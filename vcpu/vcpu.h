@@ -61,6 +61,7 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool thread_started;
+	atomic_int tid; /* the thread's kernel id once it runs (per-thread perf events) */
 	struct vcpu_env *env;
 	uint64_t tsc_khz;
 

@@ -71,6 +71,8 @@ void cli_print_run_usage(FILE *out)
 		"      --pv-spinlock on|off offer wait/kick to the guest (default on)\n"
 		"      --pv-shootdown on|off PV variant of the shootdown workload (default on)\n"
 		"      --trace FILE        scheduling timeline as Chrome trace-event JSON (Perfetto)\n"
+		"      --ple-tracepoint TP with --spin-detect ple: count TP (e.g. kvm:kvm_userspace_exit) as\n"
+		"                          pause-loop exits, to exercise the path on hosts without PLE\n"
 		"  -h, --help              this text\n",
 		vmm_name_list(vmm_workload_names, w, sizeof(w)),
 		vmm_name_list(vmm_lock_names, l, sizeof(l)),
@@ -90,7 +92,7 @@ enum {
 	OPT_FIRMWARE = 256, OPT_WORKLOAD, OPT_LOCK, OPT_CS, OPT_WORK, OPT_SPIN,
 	OPT_DURATION, OPT_TIMEOUT, OPT_JSON, OPT_SCHED, OPT_PCPUS, OPT_VMS, OPT_YIELD,
 	OPT_SPIN_DETECT, OPT_SLICE, OPT_PLE_WINDOW, OPT_SAFE_POINT, OPT_DEFER, OPT_PV_SPINLOCK,
-	OPT_PV_SHOOTDOWN, OPT_TRACE,
+	OPT_PV_SHOOTDOWN, OPT_TRACE, OPT_PLE_TRACEPOINT,
 };
 
 static const struct option run_opts[] = {
@@ -117,6 +119,7 @@ static const struct option run_opts[] = {
 	{ "pv-spinlock", required_argument, 0, OPT_PV_SPINLOCK },
 	{ "pv-shootdown", required_argument, 0, OPT_PV_SHOOTDOWN },
 	{ "trace", required_argument, 0, OPT_TRACE },
+	{ "ple-tracepoint", required_argument, 0, OPT_PLE_TRACEPOINT },
 	{ "quiet", no_argument, 0, 'q' },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
@@ -283,6 +286,11 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 				return r;
 			break;
 		case OPT_TRACE: cfg->trace_path = arg; break;
+		case OPT_PLE_TRACEPOINT:
+			if (!strchr(arg, ':'))
+				return fail(err, errlen, "--ple-tracepoint: '%s' is not subsystem:event (e.g. kvm:kvm_exit)", arg);
+			cfg->ple_tracepoint = arg;
+			break;
 		case 'q': cfg->quiet = true; break;
 		case 'h': return CLI_HELP;
 		case ':': return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);

@@ -42,6 +42,7 @@ struct vm_config {
 	bool pv_spinlock;
 	bool pv_shootdown;
 	const char *trace_path;
+	const char *ple_tracepoint; /* testing: count this tracepoint as PLE exits */
 };
 
 void vm_config_defaults(struct vm_config *cfg);

@@ -1,6 +1,7 @@
 #include "vmm/event_loop.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 
@@ -37,6 +38,16 @@ int evloop_read(struct evloop *l, struct ev *ev, int fd, void *buf, unsigned len
 	if (!sqe)
 		return -EBUSY;
 	io_uring_prep_read(sqe, fd, buf, len, 0);
+	io_uring_sqe_set_data(sqe, ev);
+	return 0;
+}
+
+int evloop_poll(struct evloop *l, struct ev *ev, int fd)
+{
+	struct io_uring_sqe *sqe = get_sqe(l);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_poll_add(sqe, fd, POLLIN);
 	io_uring_sqe_set_data(sqe, ev);
 	return 0;
 }

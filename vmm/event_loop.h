@@ -23,6 +23,8 @@ int evloop_init(struct evloop *l);
 void evloop_fini(struct evloop *l);
 /* Arms a one-shot read of len bytes from fd; the callback gets read's result. */
 int evloop_read(struct evloop *l, struct ev *ev, int fd, void *buf, unsigned len);
+/* Arms a one-shot wait for fd to become readable; res is the poll mask. */
+int evloop_poll(struct evloop *l, struct ev *ev, int fd);
 /* Arms a one-shot timeout at abs_ns (CLOCK_MONOTONIC); res is -ETIME when it fires. */
 int evloop_timeout_at(struct evloop *l, struct ev *ev, uint64_t abs_ns);
 /* Moves a pending timeout armed with ev to a new deadline. */

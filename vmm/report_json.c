@@ -37,6 +37,9 @@ static void json_config(struct json *j, const struct run *r)
 	json_end_arr(j);
 	if (r->ple_note[0])
 		json_str(j, "ple_note", r->ple_note);
+	if (r->ple_on)
+		json_str(j, "ple_tracepoint", cfg->ple_tracepoint ? cfg->ple_tracepoint : "kvm:kvm_exit");
+	json_u64(j, "ple_events", r->ple_events);
 	json_u64(j, "slice_us", cfg->slice_us);
 	json_u64(j, "ple_window_us", cfg->ple_window_us);
 	json_bool(j, "safe_point", cfg->safe_point);

@@ -131,9 +131,15 @@ int run_create(struct run *r, const struct vm_config *cfg, struct kvm_host *kvm,
 	r->ctl.wake_fd = eventfd(0, EFD_CLOEXEC);
 	if (r->ctl.wake_fd < 0)
 		return fail(err, VMM_EXIT_HOST_ERROR, -errno, "eventfd: %s", strerror(errno));
-	if ((cfg->spin_detect & SPIN_DETECT_PLE) && cfg->sched_mode == SCHED_MODE_VMM &&
-	    ple_host_support(r->ple_note, sizeof(r->ple_note)) == 0)
-		r->ple_note[0] = '\0';
+	if ((cfg->spin_detect & SPIN_DETECT_PLE) && cfg->sched_mode == SCHED_MODE_VMM) {
+		if (cfg->ple_tracepoint || ple_host_support(r->ple_note, sizeof(r->ple_note)) == 0) {
+			r->ple_note[0] = '\0';
+			r->ple_on = true;
+		} else {
+			/* Said at start, not only in the report: the user asked for it. */
+			fprintf(stderr, "vmm: --spin-detect ple: %s; pause-loop detection is off\n", r->ple_note);
+		}
+	}
 
 	r->vms = calloc(r->nvms, sizeof(*r->vms));
 	r->glue = calloc(r->nvcpus, sizeof(*r->glue));
@@ -322,8 +328,14 @@ int run_execute(struct run *r)
 		r->vms[k].start_ns = r->start_ns;
 	if (r->cfg->timeout_ms)
 		evloop_timeout_at(&c.loop, &c.timeout_ev, r->start_ns + r->cfg->timeout_ms * 1000000ull);
-	if (start_vcpus(r) == 0)
+	if (start_vcpus(r) == 0) {
 		arm_tick(&c);
+		char why[200];
+		if (r->ple_on && ple_sources_start(r, &c.loop, why, sizeof(why)) < 0) {
+			fprintf(stderr, "vmm: --spin-detect ple: %s; pause-loop detection is off\n", why);
+			snprintf(r->ple_note, sizeof(r->ple_note), "%s", why);
+		}
+	}
 	while (!c.done) {
 		rc = evloop_run_once(&c.loop);
 		if (rc < 0) {
@@ -342,6 +354,7 @@ int run_execute(struct run *r)
 	for (unsigned k = 0; k < r->nvms; k++)
 		r->vms[k].end_ns = r->end_ns;
 	evloop_fini(&c.loop);
+	ple_sources_stop(r);
 	if (c.sig_fd >= 0)
 		close(c.sig_fd);
 	pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);

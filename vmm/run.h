@@ -9,6 +9,7 @@
 
 #include "sched/sched.h"
 #include "vmm/sched_glue.h"
+#include "vmm/ple_source.h"
 #include "vmm/trace.h"
 #include "vmm/vm.h"
 
@@ -28,6 +29,9 @@ struct run {
 	cpu_set_t cpus; /* the CPUs slots are tied to, or host mode confines to */
 	struct trace *trace;
 	char ple_note[200]; /* why PLE spin detection cannot work here, if it cannot */
+	bool ple_on;              /* watch a tracepoint per vCPU thread */
+	struct ple_source *ple;   /* [nvcpus] while the run lasts */
+	uint64_t ple_events;      /* exits the watches saw */
 	uint64_t start_ns, end_ns;
 };
 
