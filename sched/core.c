@@ -168,8 +168,37 @@ void sc_release(struct sched_core *c, int v, int to, uint64_t now)
 	}
 }
 
+/*
+ * With safe points, a vCPU is preempted inside a lock region only by the
+ * hard deadline; it then holds a ticket or queue place that every running
+ * vCPU will wait for, and the ones queued behind it are forced out in turn.
+ * Running queued lock holders and waiters first drains such a convoy in a
+ * few hand-offs instead of one hard deadline per waiter. The guest could
+ * claim a lock region forever to jump the queue, so this stops once anyone
+ * has waited a full round: nobody waits more than two rounds. Gang keeps
+ * its own order.
+ */
+static int pick_in_critical(struct sched_core *c, uint64_t now)
+{
+	uint64_t limit = (uint64_t)c->nvcpus * (c->slice_ns + c->defer_max_ns);
+	SCHED_FOR_EACH_QUEUED(c, v) {
+		if (now - c->v[v].state_since > limit)
+			return -1;
+	}
+	SCHED_FOR_EACH_QUEUED(c, v) {
+		if (sched_core_get_hint(c, v).in_critical)
+			return v;
+	}
+	return -1;
+}
+
 static int pick(struct sched_core *c, int slot, uint64_t now)
 {
+	if (c->defer && c->pol != &sched_policy_gang) {
+		int v = pick_in_critical(c, now);
+		if (v >= 0)
+			return v;
+	}
 	if (c->pol->pick_next)
 		return c->pol->pick_next(c, slot, now);
 	return c->qhead;

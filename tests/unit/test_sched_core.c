@@ -310,7 +310,9 @@ static void run_random(const struct run *r, int steps)
 	struct sched_core *c = mk(r->pol, r->m, r->n, r->nvms, vm_of, r->defer, SCHED_SPIN_ALL, &f);
 	f.rng = r->seed * 2654435761u + 1;
 	uint64_t now = 0, runnable_since[MAXV] = { 0 };
-	uint64_t bound = (uint64_t)(r->n + r->nvms + 2) *
+	/* Round robin needs one round; boosts of vCPUs forced out inside a lock
+	 * region (deferral) may add at most one more. */
+	uint64_t bound = (uint64_t)(r->n + r->nvms + 2) * (r->defer ? 2 : 1) *
 			 (c->slice_ns + c->defer_max_ns + 100 * US);
 	long failed_before = n_fail;
 	for (int step = 0; step < steps && !c->deadlock && n_fail == failed_before; step++) {
