@@ -31,7 +31,7 @@ void vm_config_defaults(struct vm_config *cfg)
 	cfg->sched_mode = SCHED_MODE_VMM;
 	cfg->vms = 1;
 	cfg->policy = "pv";
-	cfg->spin_detect = SPIN_DETECT_HINT;
+	cfg->spin_detect = SPIN_DETECT_YIELD; /* hint polling costs a CPU share when slots = CPUs */
 	cfg->slice_us = 2000;
 	cfg->ple_window_us = 50;
 	cfg->defer_us = 200;
@@ -63,7 +63,7 @@ void cli_print_run_usage(FILE *out)
 		"      --pcpus M           physical CPU slots (default: every CPU this process may use)\n"
 		"      --vms K             K copies of the guest under one scheduler (default 1)\n"
 		"      --yield POLICY      %s (default pv)\n"
-		"      --spin-detect LIST  comma list of ple, hint, yield, or none (default hint)\n"
+		"      --spin-detect LIST  comma list of ple, hint, yield, or none (default yield)\n"
 		"      --slice-us N        time slice (default 2000)\n"
 		"      --ple-window-us N   how long a spin lasts before it counts (default 50)\n"
 		"      --safe-point on|off defer preemption while the guest is in a lock region (default on)\n"

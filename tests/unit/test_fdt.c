@@ -52,8 +52,8 @@ int main(void)
 	CHECK_EQ(get_u64(buf, vmm, "hypercall-base"), VMM_HC_BASE);
 	CHECK_EQ(get_u64(buf, vmm, "shared-pages"), l.shared_gpa);
 	CHECK_EQ(get_u32(buf, vmm, "vm-id"), 3);
-	/* defaults: co-scheduler on, PV spinlocks, hints, safe points */
-	CHECK_EQ(get_u32(buf, vmm, "pv-features"), VMM_PV_WAIT_KICK | VMM_PV_YIELD | VMM_PV_SPIN_HINT |
+	/* defaults: co-scheduler on, PV spinlocks, spin exits, safe points */
+	CHECK_EQ(get_u32(buf, vmm, "pv-features"), VMM_PV_WAIT_KICK | VMM_PV_YIELD | VMM_PV_SPIN_EXIT |
 						    VMM_PV_SAFE_POINT | VMM_PV_PREEMPTED);
 	struct vm_config host = cfg;
 	host.sched_mode = SCHED_MODE_HOST;
