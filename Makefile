@@ -4,7 +4,8 @@
 CC       ?= gcc
 BUILD    ?= build
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -I. -MMD -MP
+# override: `make CFLAGS=...` (the sanitizer builds) keeps these
+override CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -I. -MMD -MP
 LDLIBS   += -lfdt -lseccomp -luring -lpthread -lm
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -18,13 +19,13 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 
 VMM := $(BUILD)/vmm
 
-.PHONY: all deps run test test-unit test-integration sanitize clean
+.PHONY: all deps run test test-unit test-integration sanitize tsan fuzz fuzz-bins build-tests clean bench
 all: deps $(VMM) test-guests
 
 # Debian packages this project needs: the libraries it links, and the tools
 # the tests use. Installed with apt-get when missing (we run as root), or one
 # line naming the command.
-DEB_PKGS := libfdt-dev libseccomp-dev liburing-dev python3 gnuplot-nox
+DEB_PKGS := libfdt-dev libseccomp-dev liburing-dev python3 gnuplot-nox clang libclang-rt-14-dev
 deps:
 	@./tests/deps.sh $(DEB_PKGS)
 
@@ -49,14 +50,76 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(HOST_OBJS) $(FW_BLOB_OBJ)
 run: all
 	$(VMM) run
 
-test: all $(UNIT_BINS)
-	@python3 tests/run_all.py --build $(BUILD)
+# The default benchmark matrix (a few minutes on 2 CPUs); see BENCHMARKS.md.
+bench: all
+	$(VMM) bench --out bench-results
+
+build-tests: all $(UNIT_BINS)
+
+# ---- the security stages (SECURITY.md) ----
+# `make test` runs the suite, then the suite again under ASan+UBSan, the
+# scheduler's unit tests under TSan, and every fuzzer for FUZZ_SECONDS each
+# (0 skips fuzzing; SECURITY_STAGES=0 skips all three); one closing total.
+FUZZ_SECONDS    ?= 60
+SECURITY_STAGES ?= 1
+SAN_BUILD  := build-san
+TSAN_BUILD := build-tsan
+FUZZ_BUILD := build-fuzz
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan
+TSAN_UNITS := test_sched_core test_sched_threads
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+# what the fuzzers link: the parsers and what they call, nothing of KVM
+FUZZ_LIB_SRCS := vmm/elf_loader.c vmm/parse.c vmm/cli.c vmm/workloads.c vmm/fdt_build.c \
+	vmm/layout.c $(wildcard vcpu/x86_cpuid*.c) $(wildcard hypercalls/*.c sched/*.c)
+FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/libfuzzvmm.a: $(FUZZ_LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/libfuzzvmm.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libfuzzvmm.a $(LDLIBS)
+
+fuzz-bins: $(FUZZ_BINS)
+
+ifeq ($(SECURITY_STAGES),0)
+SEC_BUILDS :=
+SEC_ARGS :=
+else
+SEC_BUILDS := sanitize-build tsan-build $(if $(filter 0,$(FUZZ_SECONDS)),,fuzz-build)
+SEC_ARGS := --sanitize-build $(SAN_BUILD) --tsan-build $(TSAN_BUILD) --tsan-units "$(TSAN_UNITS)" \
+	$(if $(filter 0,$(FUZZ_SECONDS)),,--fuzz-build $(FUZZ_BUILD) --fuzz-seconds $(FUZZ_SECONDS))
+endif
+
+.PHONY: sanitize-build tsan-build fuzz-build
+sanitize-build: deps
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CFLAGS="-O1 -g $(SAN_FLAGS)" build-tests
+tsan-build: deps
+	@$(MAKE) --no-print-directory BUILD=$(TSAN_BUILD) CFLAGS="-O1 -g $(TSAN_FLAGS)" \
+		$(TSAN_UNITS:%=$(TSAN_BUILD)/tests/unit/%)
+fuzz-build: deps
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="$(FUZZ_CFLAGS)" fuzz-bins
+
+test: build-tests $(SEC_BUILDS)
+	@python3 tests/run_all.py --build $(BUILD) $(SEC_ARGS)
 
 # The whole suite again, built with ASan+UBSan in its own build folder.
-sanitize: deps
-	$(MAKE) BUILD=build-san CFLAGS="-O1 -g $(SAN_FLAGS)" test
+sanitize: sanitize-build
+	@python3 tests/run_all.py --build $(SAN_BUILD)
+
+# The scheduler's unit tests under ThreadSanitizer.
+tsan: tsan-build
+	@python3 tests/run_all.py --build $(TSAN_BUILD) --unit-only --only "^test_sched_"
+
+# Every fuzzer for FUZZ_SECONDS (corpora: tests/fuzz/corpus/<target>/).
+fuzz: fuzz-build
+	@python3 tests/run_all.py --fuzz-only --fuzz-build $(FUZZ_BUILD) --fuzz-seconds $(FUZZ_SECONDS)
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-tsan build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

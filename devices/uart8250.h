@@ -12,6 +12,8 @@
 
 #define UART_COM1_BASE 0x3f8
 #define UART_NREGS 8
+#define UART_RX_SIZE 256
+#define UART_COM1_IRQ 4
 
 struct uart8250 {
 	pthread_mutex_t lock;
@@ -20,10 +22,23 @@ struct uart8250 {
 	void (*out)(void *opaque, const char *buf, unsigned len);
 	void *opaque;
 	uint64_t tx_bytes;
+	/* Linux guests: input and the interrupt line (uart8250_set_irq). */
+	uint8_t rx[UART_RX_SIZE];
+	unsigned rx_head, rx_count;
+	bool thri_pending; /* THR empty interrupt not yet acknowledged by an IIR read */
+	void (*irq)(void *opaque, int level);
+	void *irq_opaque;
+	int irq_level;
+	uint64_t rx_bytes, rx_dropped;
 };
 
 void uart8250_init(struct uart8250 *u, void (*out)(void *, const char *, unsigned), void *opaque);
 void uart8250_destroy(struct uart8250 *u);
+/* The interrupt line: irq(opaque, level) whenever the UART's interrupt
+ * output changes (IIR says an interrupt is pending, gated by MCR OUT2). */
+void uart8250_set_irq(struct uart8250 *u, void (*irq)(void *opaque, int level), void *opaque);
+/* Bytes typed at the console into the receive FIFO; returns how many fit. */
+unsigned uart8250_input(struct uart8250 *u, const uint8_t *buf, unsigned len);
 /* io_bus handler; offset is the register number 0..7. */
 int uart8250_io(void *dev, unsigned vcpu, uint64_t offset, uint8_t *data, unsigned len, bool is_write);
 

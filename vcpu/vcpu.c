@@ -51,14 +51,15 @@ int vcpu_create(struct vcpu *v, unsigned id, struct vcpu_env *env)
 		v->run = NULL;
 		return -errno;
 	}
-	struct kvm_cpuid2 *cpuid = x86_cpuid_for_vcpu(env->supported_cpuid, id);
+	const struct vcpu_guest_hooks *g = env->guest; /* Linux guests */
+	struct kvm_cpuid2 *cpuid = g ? g->cpuid(g->opaque, id) : x86_cpuid_for_vcpu(env->supported_cpuid, id);
 	if (!cpuid)
 		return -ENOMEM;
 	int r = ioctl(v->fd, KVM_SET_CPUID2, cpuid) < 0 ? -errno : 0;
 	free(cpuid);
 	if (r)
 		return r;
-	r = x86_boot_set_vcpu(v->fd, &env->boot, id);
+	r = g ? g->set_entry(g->opaque, v->fd, id) : x86_boot_set_vcpu(v->fd, &env->boot, id);
 	if (r)
 		return r;
 	int khz = ioctl(v->fd, KVM_GET_TSC_KHZ, 0);
@@ -156,6 +157,11 @@ static bool handle_mmio(struct vcpu *v)
 
 	v->exits.mmio++;
 	if (io_bus_access(v->env->mmio, v->id, addr, run->mmio.data, len, run->mmio.is_write) == -ENOENT) {
+		if (v->env->guest && v->env->guest->pc_bus) { /* Linux guests probe empty MMIO */
+			if (!run->mmio.is_write)
+				memset(run->mmio.data, 0xff, len < 8 ? len : 8);
+			return true;
+		}
 		end_vcpu(v, VCPU_FAULTED, "%s of %u bytes at unmapped guest address 0x%llx",
 			 run->mmio.is_write ? "write" : "read", len, (unsigned long long)addr);
 		return false;
@@ -195,6 +201,8 @@ static bool handle_exit(struct vcpu *v)
 		return false;
 	case KVM_EXIT_SYSTEM_EVENT:
 		v->exits.other++;
+		if (v->env->guest && v->env->guest->system_event) /* Linux guests: reset / power-off */
+			v->env->guest->system_event(v->env->guest->opaque, v->id, run->system_event.type);
 		end_vcpu(v, VCPU_STOPPED, "system event %u", run->system_event.type);
 		return false;
 	default:
@@ -243,6 +251,11 @@ static void *vcpu_thread(void *arg)
 	int r = set_run_sigmask(v);
 	if (r) {
 		end_vcpu(v, VCPU_FAULTED, "KVM_SET_SIGNAL_MASK: %s", strerror(-r));
+		goto out;
+	}
+	/* seccomp: from here on this thread makes only the calls its filter allows */
+	if (v->env->sandbox && (r = v->env->sandbox(v)) != 0) {
+		end_vcpu(v, VCPU_FAULTED, "seccomp: cannot install the vCPU filter: %s", strerror(-r));
 		goto out;
 	}
 	/* A vCPU enters guest mode only while it holds a physical-CPU slot. */

@@ -37,6 +37,17 @@ struct vcpu_exit_counts {
 
 struct vcpu;
 
+/* Linux guests (vmm/vm_linux.c): how their vCPUs differ from the
+ * direct-entry guests'. env->guest is NULL for the bundled firmware. */
+struct vcpu_guest_hooks {
+	struct kvm_cpuid2 *(*cpuid)(void *opaque, unsigned vcpu_id); /* malloc'd */
+	int (*set_entry)(void *opaque, int vcpu_fd, unsigned vcpu_id);
+	/* KVM_EXIT_SYSTEM_EVENT (shutdown / reset); the vCPU then ends STOPPED */
+	void (*system_event)(void *opaque, unsigned vcpu_id, uint32_t type);
+	bool pc_bus; /* unclaimed MMIO reads all-ones and drops writes, as on a PC */
+	void *opaque;
+};
+
 /* What every vCPU thread shares: the VM, its buses, and how to say "I ended". */
 struct vcpu_env {
 	int vm_fd;
@@ -53,6 +64,10 @@ struct vcpu_env {
 	void (*ended)(void *opaque, struct vcpu *v);
 	void (*guest_exit)(void *opaque, unsigned vcpu, uint32_t status);
 	void *opaque;
+	const struct vcpu_guest_hooks *guest; /* Linux guests; NULL otherwise */
+	/* seccomp: called by the vCPU thread on itself after its set-up, before
+	 * its first KVM_RUN; 0 or -errno (the vCPU then faults). NULL: none. */
+	int (*sandbox)(struct vcpu *v);
 };
 
 struct vcpu {

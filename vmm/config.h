@@ -42,7 +42,18 @@ struct vm_config {
 	bool pv_spinlock;
 	bool pv_shootdown;
 	const char *trace_path;
+	bool no_seccomp; /* --no-seccomp: no per-thread seccomp filters (debugging) */
 	const char *ple_tracepoint; /* testing: count this tracepoint as PLE exits */
+
+	/* Linux guests (vmm/vm_linux.c): -k boots a bzImage instead of the firmware */
+	const char *kernel_path;
+	const char *initrd_path;
+	const char *cmdline;
+	const char *disk_path;
+	bool disk_read_only;       /* -d FILE,ro */
+	char disk_path_buf[4096];  /* disk_path without its ",ro" */
+	unsigned cpuid_mask;  /* CPUID_MASK_* (vcpu/x86_cpuid_kvm.h); CPUID_MASK_AUTO: from the host */
+	bool sched_explicit;  /* --sched was given (Linux guests default to host) */
 };
 
 void vm_config_defaults(struct vm_config *cfg);

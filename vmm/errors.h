@@ -10,6 +10,7 @@ enum vmm_exit_status {
 	VMM_EXIT_TIMEOUT = 4,      /* the guest ran past --timeout */
 	VMM_EXIT_DEADLOCK = 5,     /* every vCPU waits and nothing can wake them */
 	VMM_EXIT_HOST_ERROR = 6,   /* the host refused something (KVM, memory) */
+	VMM_EXIT_SECCOMP = 7,      /* a thread made a system call its seccomp filter forbids */
 };
 
 #endif

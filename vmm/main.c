@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "vcpu/vcpu.h"
+#include "vmm/bench.h"
 #include "vmm/cli.h"
 #include "vmm/errors.h"
 #include "vmm/kvm.h"
@@ -16,6 +17,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: vmm <command> [options]\n"
 		"  run        boot a guest (default: the bundled lock benchmark)\n"
+		"  bench      run a benchmark matrix (`vmm bench --help`)\n"
 		"  version    print the version\n"
 		"  help       this text; `vmm run --help` for run's options\n");
 }
@@ -108,6 +110,8 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "bench"))
+		return bench_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("vmm %s (hypercall ABI %u)\n", VMM_VERSION, VMM_ABI_VERSION);
 		return VMM_EXIT_OK;

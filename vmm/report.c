@@ -141,6 +141,7 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 			cfg->safe_point ? "on" : "off", cfg->defer_us);
 	if (r->ple_note[0])
 		fprintf(out, "note       --spin-detect ple: %s\n", r->ple_note);
+	fprintf(out, "seccomp    %s\n", cfg->no_seccomp ? "off (--no-seccomp)" : "on (vcpu, loop filters)");
 	fprintf(out, "status     %s (exit %d, guest status %u), wall %.3f s\n", report_status_name(s->status),
 		s->status, atomic_load(&r->ctl.guest_status), (double)(r->end_ns - r->start_ns) / 1e9);
 	if (s->all.ops_vcpus) {

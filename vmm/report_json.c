@@ -23,6 +23,7 @@ static void json_config(struct json *j, const struct run *r)
 	json_bool(j, "pv_spinlock", cfg->pv_spinlock);
 	json_bool(j, "pv_shootdown", cfg->pv_shootdown);
 	json_u64(j, "pv_features", r->vms_created ? r->vms[0].hc.pv_features : 0);
+	json_bool(j, "seccomp", !cfg->no_seccomp);
 	json_obj(j, "sched");
 	json_str(j, "mode", cfg->sched_mode == SCHED_MODE_HOST ? "host" : "vmm");
 	json_u64(j, "pcpus", r->nslots);
@@ -153,7 +154,10 @@ static void json_vm_summary(struct json *j, const struct vm_summary *v)
 
 int report_write_json(const char *path, const struct run *r, const struct run_summary *s)
 {
-	FILE *f = fopen(path, "w");
+	/* run_execute opened it before the seccomp filter; run_destroy closes it */
+	if (r->json_out_err)
+		return r->json_out_err;
+	FILE *f = r->json_out ? r->json_out : fopen(path, "w");
 	if (!f)
 		return -errno;
 	struct json j;
@@ -188,7 +192,7 @@ int report_write_json(const char *path, const struct run *r, const struct run_su
 	json_end_obj(&j);
 	json_finish(&j);
 	int rc = ferror(f) ? -EIO : 0;
-	if (fclose(f) && !rc)
+	if ((f == r->json_out ? fflush(f) : fclose(f)) && !rc)
 		rc = -errno;
 	return rc;
 }

@@ -1,6 +1,7 @@
 #include "vmm/run.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,19 +14,11 @@
 #include "vmm/errors.h"
 #include "vmm/event_loop.h"
 #include "vmm/fdt_build.h"
+#include "vmm/linux_console.h"
 #include "vmm/ple_perf.h"
+#include "vmm/seccomp_filters.h"
 
 #define TRACE_MAX_EVENTS (8u << 20)
-
-static int fail(struct vm_error *err, int status, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	err->status = status;
-	return code;
-}
 
 const struct vm *run_vm_of(const struct run *r, unsigned g, unsigned *idx)
 {
@@ -45,15 +38,15 @@ static int create_sched(struct run *r, struct vm_error *err)
 	bool host = cfg->sched_mode == SCHED_MODE_HOST;
 	int n = sched_glue_host_cpus(cfg->pcpus, r->slot_cpu, RUN_MAX_SLOTS, &r->cpus);
 	if (n == -ERANGE)
-		return fail(err, VMM_EXIT_USAGE, -EINVAL, "--pcpus: %u CPUs asked for, this process may use only %d",
+		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL, "--pcpus: %u CPUs asked for, this process may use only %d",
 			    cfg->pcpus, CPU_COUNT(&r->cpus));
 	if (n <= 0)
-		return fail(err, VMM_EXIT_HOST_ERROR, n ? n : -ENODEV, "cannot read this process's CPU affinity");
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, n ? n : -ENODEV, "cannot read this process's CPU affinity");
 	r->nslots = (unsigned)n;
 
 	int *vm_of = calloc(r->nvcpus, sizeof(*vm_of));
 	if (!vm_of)
-		return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
 	for (unsigned g = 0; g < r->nvcpus; g++)
 		vm_of[g] = (int)(g / cfg->ncpus);
 	unsigned sources = 0;
@@ -85,7 +78,7 @@ static int create_sched(struct run *r, struct vm_error *err)
 		r->trace = trace_create(TRACE_MAX_EVENTS);
 		if (!r->trace) {
 			free(vm_of);
-			return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+			return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
 		}
 		p.trace = trace_sched_event;
 		p.trace_ctx = r->trace;
@@ -94,9 +87,15 @@ static int create_sched(struct run *r, struct vm_error *err)
 	r->sched = sched_create(&p, &why);
 	free(vm_of);
 	if (!r->sched)
-		return fail(err, VMM_EXIT_USAGE, -EINVAL, "scheduler: %s", why ? why : "bad parameters");
+		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL, "scheduler: %s", why ? why : "bad parameters");
 	sched_set_deadlock_cb(r->sched, on_deadlock, r);
 	return 0;
+}
+
+/* seccomp: each vCPU thread installs its filter on itself (vcpu.c) */
+static int vcpu_sandbox(struct vcpu *v)
+{
+	return seccomp_enter_vcpu(v->fd, v->id);
 }
 
 static void wire_vcpus(struct run *r)
@@ -111,6 +110,7 @@ static void wire_vcpus(struct run *r)
 		vm->hc.sched_base = base;
 		vm->hc.pv_features = fdt_pv_features(r->cfg);
 		vm->hc.host_yield = host;
+		vm->env.sandbox = r->cfg->no_seccomp ? NULL : vcpu_sandbox;
 		for (unsigned i = 0; i < r->cfg->ncpus; i++) {
 			struct sched_glue *g = &r->glue[base + (int)i];
 			*g = (struct sched_glue){ .vm = vm, .vcpu = i, .base = base };
@@ -130,7 +130,7 @@ int run_create(struct run *r, const struct vm_config *cfg, struct kvm_host *kvm,
 	atomic_init(&r->ctl.stop_vcpu, -1);
 	r->ctl.wake_fd = eventfd(0, EFD_CLOEXEC);
 	if (r->ctl.wake_fd < 0)
-		return fail(err, VMM_EXIT_HOST_ERROR, -errno, "eventfd: %s", strerror(errno));
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -errno, "eventfd: %s", strerror(errno));
 	if ((cfg->spin_detect & SPIN_DETECT_PLE) && cfg->sched_mode == SCHED_MODE_VMM) {
 		if (cfg->ple_tracepoint || ple_host_support(r->ple_note, sizeof(r->ple_note)) == 0) {
 			r->ple_note[0] = '\0';
@@ -144,7 +144,7 @@ int run_create(struct run *r, const struct vm_config *cfg, struct kvm_host *kvm,
 	r->vms = calloc(r->nvms, sizeof(*r->vms));
 	r->glue = calloc(r->nvcpus, sizeof(*r->glue));
 	if (!r->vms || !r->glue)
-		return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
 	int rc = create_sched(r, err);
 	if (rc)
 		return rc;
@@ -165,6 +165,8 @@ void run_destroy(struct run *r)
 	if (r->sched)
 		sched_destroy(r->sched);
 	trace_destroy(r->trace);
+	if (r->json_out)
+		fclose(r->json_out);
 	free(r->vms);
 	free(r->glue);
 	if (r->ctl.wake_fd > 0)
@@ -184,6 +186,10 @@ struct loop_ctx {
 	bool tick_armed;
 	uint64_t tick_at;
 	bool stopping, done;
+	/* Linux guests: the terminal is the guest's serial console (linux_console.c) */
+	struct ev stdin_ev;
+	struct console_escape esc;
+	bool console_on;
 };
 
 static void kick_all(struct run *r)
@@ -263,6 +269,24 @@ static void on_signal(void *arg, int res)
 	evloop_read(&c->loop, &c->signal_ev, c->sig_fd, &c->sig_buf, sizeof(c->sig_buf));
 }
 
+/* Device fds (disk completions): re-armed after each callback until the run stops. */
+struct poller_ev {
+	struct ev ev;
+	struct evloop *loop;
+	const struct vm_poller *p;
+	struct run *r;
+};
+
+static void on_poller(void *arg, int res)
+{
+	struct poller_ev *pe = arg;
+	if (res < 0)
+		return;
+	pe->p->fn(pe->p->ctx);
+	if (atomic_load(&pe->r->ctl.stop) == VM_STOP_NONE)
+		evloop_poll(pe->loop, &pe->ev, pe->p->fd);
+}
+
 static int outcome(const struct run *r)
 {
 	switch (atomic_load(&r->ctl.stop)) {
@@ -296,9 +320,88 @@ static int start_vcpus(struct run *r)
 	return 0;
 }
 
+/* ---- seccomp (vmm/seccomp_filters.h) ---- */
+
+/* The report's files are opened now: the event loop's filter forbids open(2). */
+static void open_outputs(struct run *r)
+{
+	if (r->cfg->json_path && !r->json_out && !r->json_out_err) {
+		r->json_out = fopen(r->cfg->json_path, "w");
+		if (!r->json_out)
+			r->json_out_err = -errno;
+	}
+	if (r->cfg->trace_path)
+		trace_open_output(r->trace, r->cfg->trace_path);
+}
+
+static int sandbox_prepare(struct run *r)
+{
+	int fds[] = { r->ctl.wake_fd, sched_wake_fd(r->sched) };
+	int rc = r->cfg->no_seccomp ? 0 : seccomp_prepare(fds, 2);
+	if (rc)
+		fprintf(stderr, "vmm: seccomp: %s\n", strerror(-rc));
+	return rc;
+}
+
+/* After every thread and PLE watch is started: the main thread's filter. */
+static int sandbox_loop(struct run *r, struct loop_ctx *c)
+{
+	if (r->cfg->no_seccomp)
+		return 0;
+	int wfd[] = { r->ctl.wake_fd, sched_wake_fd(r->sched), r->json_out ? fileno(r->json_out) : -1,
+		      trace_output_fd(r->trace) };
+	int *rfd = calloc(r->ple ? r->nvcpus : 1, sizeof(int));
+	unsigned nr = 0;
+	for (unsigned g = 0; rfd && r->ple && g < r->nvcpus; g++)
+		rfd[nr++] = r->ple[g].w.fd;
+	struct seccomp_fds f = { .write = wfd, .nwrite = 4, .read = rfd, .nread = nr,
+				 .uring = c->loop.ring.ring_fd };
+	int rc = rfd ? seccomp_enter_loop(&f) : -ENOMEM;
+	free(rfd);
+	if (rc)
+		fprintf(stderr, "vmm: seccomp: cannot install the event loop's filter: %s\n", strerror(-rc));
+	return rc;
+}
+
+/* ---- Linux guests: typed bytes into the UART (vmm/linux_console.h) ---- */
+
+static void on_stdin(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	struct run *r = c->r;
+	uint8_t in[64], out[128];
+	ssize_t n = res > 0 ? read(STDIN_FILENO, in, sizeof(in)) : 0;
+	if (n <= 0 || (res & (POLLERR | POLLNVAL))) {
+		c->console_on = false; /* end of input: the guest keeps running */
+		return;
+	}
+	bool quit = false;
+	size_t o = console_filter(&c->esc, in, (size_t)n, out, &quit);
+	if (o)
+		uart8250_input(&r->vms[0].uart, out, (unsigned)o);
+	if (quit) {
+		r->ctl.stop_signal = SIGINT; /* Ctrl-a x: like an interrupt, status 130 */
+		fprintf(stderr, "\r\nvmm: Ctrl-a x: stopping the guest\n");
+		run_request_stop(&r->ctl, VM_STOP_SIGNAL, -1, -1, 0);
+		return;
+	}
+	if (!c->stopping)
+		evloop_poll(&c->loop, &c->stdin_ev, STDIN_FILENO);
+}
+
+static void console_start(struct loop_ctx *c)
+{
+	if (!c->r->vms[0].linux_guest)
+		return;
+	console_raw_enter();
+	c->stdin_ev = (struct ev){ .cb = on_stdin, .arg = c };
+	c->console_on = evloop_poll(&c->loop, &c->stdin_ev, STDIN_FILENO) == 0;
+}
+
 int run_execute(struct run *r)
 {
 	struct loop_ctx c = { .r = r, .sig_fd = -1 };
+	bool host_error = false;
 	sigset_t sigs;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -307,6 +410,9 @@ int run_execute(struct run *r)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	c.sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC);
 
+	open_outputs(r);
+	if (sandbox_prepare(r))
+		return VMM_EXIT_HOST_ERROR;
 	int rc = evloop_init(&c.loop);
 	if (rc < 0) {
 		fprintf(stderr, "vmm: io_uring: %s\n", strerror(-rc));
@@ -328,13 +434,28 @@ int run_execute(struct run *r)
 		r->vms[k].start_ns = r->start_ns;
 	if (r->cfg->timeout_ms)
 		evloop_timeout_at(&c.loop, &c.timeout_ev, r->start_ns + r->cfg->timeout_ms * 1000000ull);
+	struct poller_ev pollers[VM_MAX_POLLERS * 4];
+	unsigned npollers = 0;
+	for (unsigned k = 0; k < r->nvms; k++)
+		for (unsigned i = 0; i < r->vms[k].npollers && npollers < sizeof(pollers) / sizeof(pollers[0]); i++) {
+			struct poller_ev *pe = &pollers[npollers++];
+			*pe = (struct poller_ev){ .ev = { .cb = on_poller, .arg = pe }, .loop = &c.loop,
+						  .p = &r->vms[k].pollers[i], .r = r };
+			evloop_poll(&c.loop, &pe->ev, pe->p->fd);
+		}
 	if (start_vcpus(r) == 0) {
 		arm_tick(&c);
+		console_start(&c); /* Linux guests */
 		char why[200];
 		if (r->ple_on && ple_sources_start(r, &c.loop, why, sizeof(why)) < 0) {
 			fprintf(stderr, "vmm: --spin-detect ple: %s; pause-loop detection is off\n", why);
 			snprintf(r->ple_note, sizeof(r->ple_note), "%s", why);
 		}
+	}
+	/* seccomp: from here on the main thread makes only the calls its filter allows */
+	if (sandbox_loop(r, &c)) {
+		host_error = true;
+		run_request_stop(&r->ctl, VM_STOP_FAULT, -1, -1, 0);
 	}
 	while (!c.done) {
 		rc = evloop_run_once(&c.loop);
@@ -353,10 +474,11 @@ int run_execute(struct run *r)
 	r->end_ns = monotonic_ns();
 	for (unsigned k = 0; k < r->nvms; k++)
 		r->vms[k].end_ns = r->end_ns;
+	console_raw_leave(); /* Linux guests: the terminal as it was */
 	evloop_fini(&c.loop);
 	ple_sources_stop(r);
 	if (c.sig_fd >= 0)
 		close(c.sig_fd);
 	pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
-	return outcome(r);
+	return host_error ? VMM_EXIT_HOST_ERROR : outcome(r);
 }

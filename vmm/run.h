@@ -6,6 +6,7 @@
 #define VMM_RUN_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "sched/sched.h"
 #include "vmm/sched_glue.h"
@@ -33,6 +34,8 @@ struct run {
 	struct ple_source *ple;   /* [nvcpus] while the run lasts */
 	uint64_t ple_events;      /* exits the watches saw */
 	uint64_t start_ns, end_ns;
+	FILE *json_out;   /* --json, opened before the seccomp filter (report_write_json) */
+	int json_out_err; /* its -errno */
 };
 
 /* 0, or negative with err filled (status: usage error or host error). */

@@ -13,6 +13,8 @@ struct trace_rec {
 struct trace {
 	struct trace_rec *r;
 	uint64_t n, cap, max, dropped;
+	FILE *out;   /* opened by trace_open_output, before the seccomp filter */
+	int out_err; /* its -errno */
 };
 
 struct trace *trace_create(uint64_t max_events)
@@ -25,9 +27,26 @@ struct trace *trace_create(uint64_t max_events)
 
 void trace_destroy(struct trace *t)
 {
-	if (t)
+	if (t) {
 		free(t->r);
+		if (t->out)
+			fclose(t->out);
+	}
 	free(t);
+}
+
+void trace_open_output(struct trace *t, const char *path)
+{
+	if (!t || t->out || t->out_err)
+		return;
+	t->out = fopen(path, "w");
+	if (!t->out)
+		t->out_err = -errno;
+}
+
+int trace_output_fd(const struct trace *t)
+{
+	return t && t->out ? fileno(t->out) : -1;
 }
 
 uint64_t trace_count(const struct trace *t) { return t->n; }
@@ -115,13 +134,16 @@ static void close_span(FILE *f, int *first, struct span *s, int v, const char *v
 int trace_write(const struct trace *t, const char *path, int nvcpus, int nslots,
 		void (*vcpu_name)(void *ctx, int v, char *buf, unsigned len), void *ctx)
 {
-	FILE *f = fopen(path, "w");
+	if (t->out_err)
+		return t->out_err;
+	FILE *f = t->out ? t->out : fopen(path, "w");
 	if (!f)
 		return -errno;
 	struct span *sp = calloc((size_t)nvcpus, sizeof(*sp));
 	char (*names)[32] = calloc((size_t)nvcpus, sizeof(*names));
 	if (!sp || !names) {
-		fclose(f);
+		if (f != t->out)
+			fclose(f);
 		free(sp);
 		free(names);
 		return -ENOMEM;
@@ -165,7 +187,8 @@ int trace_write(const struct trace *t, const char *path, int nvcpus, int nslots,
 	free(sp);
 	free(names);
 	int r = ferror(f) ? -EIO : 0;
-	if (fclose(f) && !r)
+	/* a pre-opened file is closed by trace_destroy */
+	if ((f == t->out ? fflush(f) : fclose(f)) && !r)
 		r = -errno;
 	return r;
 }

@@ -20,6 +20,9 @@ void trace_sched_event(void *ctx, enum sched_trace_ev ev, int v, int arg, uint64
 /* vcpu_name(ctx, v, buf, len) names vCPU v (e.g. "vm0/vcpu3"). Returns 0 or -errno. */
 int trace_write(const struct trace *t, const char *path, int nvcpus, int nslots,
 		void (*vcpu_name)(void *ctx, int v, char *buf, unsigned len), void *ctx);
+/* Opens path for trace_write now, before the seccomp filter forbids open(2). */
+void trace_open_output(struct trace *t, const char *path);
+int trace_output_fd(const struct trace *t); /* -1: none */
 uint64_t trace_count(const struct trace *t);
 uint64_t trace_dropped(const struct trace *t);
 

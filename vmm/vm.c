@@ -9,15 +9,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "devices/null_mmio.h"
 #include "vmm/errors.h"
 #include "vmm/fdt_build.h"
 #include "vmm/file.h"
+#include "vmm/vm_linux.h"
 
 #define IMAGE_MAX (256u << 20)
 
 extern const uint8_t vmm_firmware_start[], vmm_firmware_end[];
 
-static int fail(struct vm_error *err, int status, int code, const char *fmt, ...)
+int vm_error_set(struct vm_error *err, int status, int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -26,7 +28,6 @@ static int fail(struct vm_error *err, int status, int code, const char *fmt, ...
 	err->status = status;
 	return code;
 }
-
 void run_ctl_wake(struct run_ctl *ctl)
 {
 	uint64_t one = 1;
@@ -44,6 +45,16 @@ void run_request_stop(struct run_ctl *ctl, enum vm_stop why, int vm, int vcpu, u
 		atomic_store(&ctl->guest_status, guest_status);
 	}
 	run_ctl_wake(ctl);
+}
+
+int vm_add_poller(struct vm *vm, int fd, void (*fn)(void *ctx), void *ctx)
+{
+	if (fd < 0)
+		return -EBADF;
+	if (vm->npollers == VM_MAX_POLLERS)
+		return -ENOSPC;
+	vm->pollers[vm->npollers++] = (struct vm_poller){ fd, fn, ctx };
+	return 0;
 }
 
 struct vmm_shared_page *vm_shared_page(const struct vm *vm, unsigned vcpu)
@@ -99,16 +110,16 @@ static int load_image(struct vm *vm, struct vm_error *err)
 	if (cfg->firmware_path) {
 		int r = read_whole_file(cfg->firmware_path, IMAGE_MAX, &file, &len);
 		if (r)
-			return fail(err, VMM_EXIT_USAGE, r, "--firmware %s: %s", cfg->firmware_path,
+			return vm_error_set(err, VMM_EXIT_USAGE, r, "--firmware %s: %s", cfg->firmware_path,
 				    r == -EFBIG ? "larger than 256 MiB" : strerror(-r));
 		img = file;
 	}
 	int r = elf_validate(img, len, vm->layout.reserved_base, &vm->image, why, sizeof(why));
 	if (r == -EFBIG)
-		r = fail(err, VMM_EXIT_USAGE, r, "%s: %s; give the guest more memory with -m",
+		r = vm_error_set(err, VMM_EXIT_USAGE, r, "%s: %s; give the guest more memory with -m",
 			 cfg->firmware_path ? cfg->firmware_path : "bundled firmware", why);
 	else if (r)
-		r = fail(err, VMM_EXIT_USAGE, r, "%s: %s", cfg->firmware_path ? cfg->firmware_path : "bundled firmware", why);
+		r = vm_error_set(err, VMM_EXIT_USAGE, r, "%s: %s", cfg->firmware_path ? cfg->firmware_path : "bundled firmware", why);
 	else
 		elf_copy_segments(img, vm->mem);
 	free(file);
@@ -122,6 +133,8 @@ static int setup_devices(struct vm *vm)
 	int r = io_bus_register(&vm->pio, UART_COM1_BASE, UART_NREGS, uart8250_io, &vm->uart, "uart8250");
 	if (!r)
 		r = io_bus_register(&vm->pio, VMM_DEBUG_EXIT_PORT, 4, debug_exit_io, &vm->dbg, "debug-exit");
+	if (!r)
+		r = io_bus_register(&vm->mmio, VMM_NULL_MMIO_BASE, VMM_NULL_MMIO_SIZE, null_mmio_io, NULL, "null");
 	return r;
 }
 
@@ -129,13 +142,13 @@ static int setup_memory(struct vm *vm, struct vm_error *err)
 {
 	const struct vm_config *cfg = vm->cfg;
 	if (layout_compute(cfg->mem_bytes, cfg->ncpus, &vm->layout))
-		return fail(err, VMM_EXIT_USAGE, -EINVAL,
+		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL,
 			    "--mem: %lluM is not enough for %u vCPUs",
 			    (unsigned long long)(cfg->mem_bytes >> 20), cfg->ncpus);
 	vm->mem = mmap(NULL, cfg->mem_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (vm->mem == MAP_FAILED) {
 		vm->mem = NULL;
-		return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "cannot allocate %lluM of guest memory: %s",
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "cannot allocate %lluM of guest memory: %s",
 			    (unsigned long long)(cfg->mem_bytes >> 20), strerror(errno));
 	}
 	madvise(vm->mem, cfg->mem_bytes, MADV_HUGEPAGE);
@@ -144,7 +157,7 @@ static int setup_memory(struct vm *vm, struct vm_error *err)
 		.userspace_addr = (uint64_t)(uintptr_t)vm->mem,
 	};
 	if (ioctl(vm->fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
-		return fail(err, VMM_EXIT_HOST_ERROR, -errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
 	return 0;
 }
 
@@ -154,7 +167,7 @@ static int setup_guest_data(struct vm *vm, struct vm_error *err)
 	struct fdt_guest_info info = { vm->cfg, &vm->layout, vm->tsc_hz, vm->id, fdt_pv_features(vm->cfg) };
 	int r = fdt_build(vm->mem + vm->layout.fdt_gpa, LAYOUT_FDT_MAX, &info);
 	if (r < 0)
-		return fail(err, VMM_EXIT_HOST_ERROR, -ENOSPC, "device tree: libfdt error %d", r);
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOSPC, "device tree: libfdt error %d", r);
 	for (unsigned i = 0; i < vm->cfg->ncpus; i++) {
 		struct vmm_shared_page *p = vm_shared_page(vm, i);
 		p->abi_version = VMM_ABI_VERSION;
@@ -174,21 +187,22 @@ static int create_vcpus(struct vm *vm, struct vm_error *err)
 			  .gdt_gpa = vm->layout.gdt_gpa },
 		.pio = &vm->pio, .mmio = &vm->mmio, .hc = &vm->hc, .stop = &vm->ctl->stop,
 		.ended = on_vcpu_ended, .opaque = vm,
+		.guest = vm->linux_guest ? &vm->linux_guest->hooks : NULL, /* Linux guests */
 	};
 	x86_boot_write_tables(vm->mem, &vm->env.boot);
 	vm->vcpus = calloc(cfg->ncpus, sizeof(*vm->vcpus));
 	if (!vm->vcpus)
-		return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
 	for (unsigned i = 0; i < cfg->ncpus; i++) {
 		int r = vcpu_create(&vm->vcpus[i], i, &vm->env);
 		vm->nvcpus_created = i + 1;
 		if (r)
-			return fail(err, VMM_EXIT_HOST_ERROR, r, "cannot create vCPU %u: %s", i, strerror(-r));
+			return vm_error_set(err, VMM_EXIT_HOST_ERROR, r, "cannot create vCPU %u: %s", i, strerror(-r));
 	}
 	/* All vCPUs share one TSC rate; the guest's clock is only as good as this. */
 	vm->tsc_hz = vm->vcpus[0].tsc_khz * 1000;
 	if (!vm->tsc_hz)
-		return fail(err, VMM_EXIT_HOST_ERROR, -ENOTSUP, "KVM_GET_TSC_KHZ gave no TSC frequency");
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOTSUP, "KVM_GET_TSC_KHZ gave no TSC frequency");
 	return 0;
 }
 
@@ -203,17 +217,19 @@ int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_
 	vm->fd = -1;
 
 	if (cfg->ncpus > kvm->max_vcpus)
-		return fail(err, VMM_EXIT_USAGE, -EINVAL, "--cpus: %u vCPUs requested, KVM allows at most %u",
+		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL, "--cpus: %u vCPUs requested, KVM allows at most %u",
 			    cfg->ncpus, kvm->max_vcpus);
 	vm->fd = ioctl(kvm->fd, KVM_CREATE_VM, 0);
 	if (vm->fd < 0)
-		return fail(err, VMM_EXIT_HOST_ERROR, -errno, "KVM_CREATE_VM: %s", strerror(errno));
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -errno, "KVM_CREATE_VM: %s", strerror(errno));
 
 	int r = setup_memory(vm, err);
 	if (!r)
-		r = load_image(vm, err);
+		r = cfg->kernel_path ? vm_linux_load(vm, err) : load_image(vm, err); /* Linux guests: vm_linux.c */
 	if (!r && setup_devices(vm))
-		r = fail(err, VMM_EXIT_HOST_ERROR, -EEXIST, "device ports overlap");
+		r = vm_error_set(err, VMM_EXIT_HOST_ERROR, -EEXIST, "device ports overlap");
+	if (!r && vm->linux_guest)
+		r = vm_linux_devices(vm, err); /* irqchip, PIT, PC ports: before the vCPUs */
 	if (r)
 		return r;
 
@@ -221,7 +237,7 @@ int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_
 				 .console = console_out, .opaque = vm };
 	vm->hc.reports = calloc(cfg->ncpus, sizeof(*vm->hc.reports));
 	if (!vm->hc.reports)
-		return fail(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
 	r = create_vcpus(vm, err);
 	if (!r)
 		r = setup_guest_data(vm, err);
@@ -234,6 +250,7 @@ void vm_destroy(struct vm *vm)
 		vcpu_destroy(&vm->vcpus[i]);
 	free(vm->vcpus);
 	free(vm->hc.reports);
+	vm_linux_destroy(vm); /* Linux guests */
 	if (vm->uart.out)
 		uart8250_destroy(&vm->uart);
 	if (vm->mem)

@@ -47,6 +47,18 @@ struct vm_error {
 	char msg[256];
 };
 
+/* Fills err (one line for the user, and the exit status it deserves); returns code. */
+int vm_error_set(struct vm_error *err, int status, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* An fd the event loop watches for a device (e.g. disk completions). */
+struct vm_poller {
+	int fd;
+	void (*fn)(void *ctx); /* called in the event loop when fd is readable */
+	void *ctx;
+};
+#define VM_MAX_POLLERS 4
+
 struct vm {
 	unsigned id;
 	struct run_ctl *ctl;
@@ -66,11 +78,16 @@ struct vm {
 	struct vcpu *vcpus;
 	unsigned nvcpus_created;
 	uint64_t start_ns, end_ns;
+	struct vm_linux *linux_guest; /* Linux guests (-k): vmm/vm_linux.c; NULL otherwise */
+	struct vm_poller pollers[VM_MAX_POLLERS];
+	unsigned npollers;
 };
 
 int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_config *cfg,
 	      struct run_ctl *ctl, struct vm_error *err);
 void vm_destroy(struct vm *vm);
+/* Before run_execute: have the event loop call fn whenever fd is readable. */
+int vm_add_poller(struct vm *vm, int fd, void (*fn)(void *ctx), void *ctx);
 /* The vCPU's guest-visible page, by this VM's own vCPU index. */
 struct vmm_shared_page *vm_shared_page(const struct vm *vm, unsigned vcpu);
 

@@ -10,7 +10,8 @@ static uint64_t get_u64(const void *fdt, int node, const char *name)
 {
 	int len;
 	const fdt64_t *p = fdt_getprop(fdt, node, name, &len);
-	return p && len == 8 ? fdt64_to_cpu(*p) : ~0ull;
+	/* properties are only 4-aligned: fdt64_ld, not *p (UBSan: misaligned load) */
+	return p && len == 8 ? fdt64_ld(p) : ~0ull;
 }
 
 static uint32_t get_u32(const void *fdt, int node, const char *name)

@@ -1,0 +1,208 @@
+#include "devices/blk_backend_uring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, const char *path, const char *why)
+{
+	if (err && errlen)
+		snprintf(err, errlen, fmt, path, why);
+	return code;
+}
+
+int blk_backend_open(struct blk_backend *b, const char *path, bool read_only, unsigned depth, char *err,
+		     size_t errlen)
+{
+	memset(b, 0, sizeof(*b));
+	b->fd = b->efd = -1;
+	b->read_only = read_only;
+	b->fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (b->fd < 0)
+		return fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(b->fd, &st) < 0) {
+		int e = -errno;
+		close(b->fd);
+		return fail(err, errlen, e, "%s: %s", path, strerror(-e));
+	}
+	if (S_ISREG(st.st_mode)) {
+		b->size = (uint64_t)st.st_size;
+	} else if (S_ISBLK(st.st_mode)) {
+		if (ioctl(b->fd, BLKGETSIZE64, &b->size) < 0) {
+			int e = -errno;
+			close(b->fd);
+			return fail(err, errlen, e, "%s: %s", path, strerror(-e));
+		}
+	} else {
+		close(b->fd);
+		return fail(err, errlen, -EINVAL, "%s: %s", path, "not a regular file or block device");
+	}
+	b->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (b->efd < 0) {
+		int e = -errno;
+		close(b->fd);
+		return fail(err, errlen, e, "%s: eventfd: %s", path, strerror(-e));
+	}
+	int r = io_uring_queue_init(depth, &b->ring, 0);
+	if (!r) {
+		r = io_uring_register_eventfd(&b->ring, b->efd);
+		if (r)
+			io_uring_queue_exit(&b->ring);
+	}
+	if (r) {
+		close(b->efd);
+		close(b->fd);
+		return fail(err, errlen, r, "%s: io_uring: %s", path, strerror(-r));
+	}
+	return 0;
+}
+
+static size_t iov_bytes(const struct iovec *iov, unsigned n)
+{
+	size_t t = 0;
+	for (unsigned i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+static int prep(struct blk_backend *b, struct blk_io *io)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+	if (!sqe) {
+		io_uring_submit(&b->ring);
+		sqe = io_uring_get_sqe(&b->ring);
+		if (!sqe)
+			return -EBUSY;
+	}
+	switch (io->op) {
+	case BLK_OP_READ: io_uring_prep_readv(sqe, b->fd, io->iov, io->niov, io->offset); break;
+	case BLK_OP_WRITE:
+		io_uring_prep_writev2(sqe, b->fd, io->iov, io->niov, io->offset, io->dsync ? RWF_DSYNC : 0);
+		break;
+	case BLK_OP_FLUSH: io_uring_prep_fsync(sqe, b->fd, 0); break;
+	}
+	io_uring_sqe_set_data(sqe, io);
+	b->inflight++;
+	return 0;
+}
+
+int blk_backend_queue(struct blk_backend *b, struct blk_io *io)
+{
+	if (io->op == BLK_OP_WRITE && b->read_only)
+		return -EROFS;
+	io->remaining = io->op == BLK_OP_FLUSH ? 0 : iov_bytes(io->iov, io->niov);
+	int r = prep(b, io);
+	if (r)
+		return r;
+	switch (io->op) {
+	case BLK_OP_READ: b->reads++; break;
+	case BLK_OP_WRITE: b->writes++; b->dsync_writes += io->dsync; break;
+	case BLK_OP_FLUSH: b->flushes++; break;
+	}
+	return 0;
+}
+
+int blk_backend_submit(struct blk_backend *b)
+{
+	int r = io_uring_submit(&b->ring);
+	return r < 0 ? r : 0;
+}
+
+int blk_backend_event_fd(const struct blk_backend *b)
+{
+	return b->efd;
+}
+
+/* Skips n bytes already transferred. */
+static void advance(struct blk_io *io, size_t n)
+{
+	io->offset += n;
+	io->remaining -= n;
+	while (io->niov && n >= io->iov[0].iov_len) {
+		n -= io->iov[0].iov_len;
+		io->iov++;
+		io->niov--;
+	}
+	if (io->niov && n) {
+		io->iov[0].iov_base = (uint8_t *)io->iov[0].iov_base + n;
+		io->iov[0].iov_len -= n;
+	}
+}
+
+/* One completion; the io either finishes (callback) or goes round again. */
+static void complete(struct blk_backend *b, struct blk_io *io, int res)
+{
+	b->inflight--;
+	if (io->op != BLK_OP_FLUSH && res > 0 && (size_t)res < io->remaining) {
+		advance(io, (size_t)res);
+		if (prep(b, io) == 0) {
+			b->resubmits++;
+			return;
+		}
+		res = -EBUSY;
+	} else if (io->op != BLK_OP_FLUSH && res >= 0 && (size_t)res != io->remaining) {
+		res = -EIO; /* end of file: the image shrank under us */
+	} else if (res > 0) {
+		res = 0;
+	}
+	if (res < 0)
+		b->errors++;
+	io->done(io, res);
+}
+
+unsigned blk_backend_reap(struct blk_backend *b)
+{
+	uint64_t cnt;
+	unsigned done = 0;
+	while (read(b->efd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
+		;
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		if (io_uring_peek_cqe(&b->ring, &cqe) != 0)
+			break;
+		struct blk_io *io = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+		io_uring_cqe_seen(&b->ring, cqe);
+		if (io) {
+			complete(b, io, res);
+			done++;
+		}
+	}
+	/* Resubmissions prepared by complete(). */
+	if (io_uring_sq_ready(&b->ring))
+		io_uring_submit(&b->ring);
+	return done;
+}
+
+int blk_backend_wait(struct blk_backend *b, int timeout_ms)
+{
+	struct pollfd p = { .fd = b->efd, .events = POLLIN };
+	int r = poll(&p, 1, timeout_ms);
+	if (r < 0)
+		return -errno;
+	return r ? 0 : -ETIME;
+}
+
+void blk_backend_close(struct blk_backend *b)
+{
+	if (b->fd < 0)
+		return;
+	while (b->inflight) {
+		struct io_uring_cqe *cqe;
+		if (io_uring_submit_and_wait(&b->ring, 1) < 0 && io_uring_peek_cqe(&b->ring, &cqe) != 0)
+			break;
+		blk_backend_reap(b);
+	}
+	io_uring_queue_exit(&b->ring);
+	close(b->efd);
+	close(b->fd);
+	b->fd = b->efd = -1;
+}

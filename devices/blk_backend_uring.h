@@ -1,0 +1,57 @@
+/*
+ * A disk image served through its own io_uring: vectored reads and writes at
+ * byte offsets, and fsync for flushes. The ring signals an eventfd on every
+ * completion; whoever owns the device (the VMM's event loop, or a unit test)
+ * waits for that fd and then calls blk_backend_reap(), which runs each
+ * finished I/O's callback. Short transfers are resubmitted for the rest, so a
+ * callback sees either the whole transfer (0) or an error (-errno).
+ *
+ * Not thread-safe: the caller serialises queue/submit/reap (the virtio-blk
+ * device does so under its transport lock).
+ */
+#ifndef VMM_DEVICES_BLK_BACKEND_URING_H
+#define VMM_DEVICES_BLK_BACKEND_URING_H
+
+#include <liburing.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+enum blk_op { BLK_OP_READ, BLK_OP_WRITE, BLK_OP_FLUSH };
+
+struct blk_io {
+	enum blk_op op;
+	struct iovec *iov; /* consumed (advanced) as the transfer progresses */
+	unsigned niov;
+	uint64_t offset;
+	bool dsync;        /* a write that must be durable when it completes (RWF_DSYNC) */
+	void (*done)(struct blk_io *io, int res);
+	size_t remaining;  /* backend's */
+};
+
+struct blk_backend {
+	int fd, efd;
+	bool read_only;
+	uint64_t size; /* bytes */
+	struct io_uring ring;
+	unsigned inflight;
+	uint64_t reads, writes, flushes, dsync_writes, errors, resubmits;
+};
+
+/* Opens path (a regular file or block device); err gets one line on failure. */
+int blk_backend_open(struct blk_backend *b, const char *path, bool read_only, unsigned depth, char *err,
+		     size_t errlen);
+/* Waits for everything in flight (running callbacks), then closes. */
+void blk_backend_close(struct blk_backend *b);
+/* Prepares io; it starts at the next blk_backend_submit. -EROFS, -EBUSY. */
+int blk_backend_queue(struct blk_backend *b, struct blk_io *io);
+int blk_backend_submit(struct blk_backend *b);
+/* Readable when completions wait; non-blocking; blk_backend_reap drains it. */
+int blk_backend_event_fd(const struct blk_backend *b);
+/* Runs the callbacks of all finished I/O without blocking; returns how many finished. */
+unsigned blk_backend_reap(struct blk_backend *b);
+/* Blocks until at least one completion is ready or timeout_ms passes; 0, -ETIME. */
+int blk_backend_wait(struct blk_backend *b, int timeout_ms);
+
+#endif

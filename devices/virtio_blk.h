@@ -1,0 +1,109 @@
+/*
+ * virtio-blk (virtio 1.x, section 5.2) on the modern virtio-pci transport,
+ * served by an io_uring backend. One request queue of 256 entries.
+ *
+ * Features offered: VERSION_1, SEG_MAX, BLK_SIZE (512), FLUSH, INDIRECT_DESC,
+ * and RO for a read-only disk. Requests: IN, OUT, FLUSH, GET_ID; anything
+ * else is VIRTIO_BLK_S_UNSUPP. OUT on a read-only disk, a transfer that is
+ * not whole sectors or runs past the end, and a backend error are
+ * VIRTIO_BLK_S_IOERR. A driver that did not accept FLUSH gets write-through
+ * (each write RWF_DSYNC); one that did gets a write-back cache and each
+ * FLUSH is an fsync of the image. (virtio-blk has no FUA bit; FLUSH is it.)
+ *
+ * A malformed descriptor chain fails that request alone: IOERR in its
+ * status byte when the chain reaches a writable last byte, otherwise it is
+ * returned on the used ring with length 0; both are counted (stats).
+ * DEVICE_NEEDS_RESET is set only when the ring itself is unusable (rings
+ * outside guest memory, or an available index more than a queue ahead).
+ *
+ * Wiring, for the VMM (vm.c):
+ *
+ *     struct virtio_blk_pci *blk;
+ *     char err[256];
+ *     if (virtio_blk_pci_create(&vm->pci, path, read_only, &vm->gmem, 0,
+ *                               irq_line_fn, vm, 11, &blk, err, sizeof(err)))
+ *             -> one-line error "-d: <err>", exit status 2
+ *     slot = virtio_blk_pci_slot(blk);   // for an MP-table / ACPI routing entry
+ *     // in the main thread's event loop: poll virtio_blk_pci_event_fd(blk)
+ *     // (re-arm the one-shot poll each time) and when it is readable call
+ *     virtio_blk_pci_process_completions(blk);
+ *     // after the vCPUs have stopped, before guest memory goes:
+ *     virtio_blk_pci_destroy(blk);
+ *
+ * irq(ctx, level) is called with the device lock held, from a vCPU thread
+ * (synchronous completions) or from the thread that processes completions:
+ * level 1 asserts INTA#, 0 deasserts it (KVM_IRQ_LINE on irq_line). It must
+ * not call back into the device.
+ */
+#ifndef VMM_DEVICES_VIRTIO_BLK_H
+#define VMM_DEVICES_VIRTIO_BLK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "devices/guest_mem.h"
+#include "devices/pci_bus.h"
+
+#define VIRTIO_ID_BLOCK 2
+#define VIRTIO_BLK_QUEUE_SIZE 256
+
+#define VIRTIO_BLK_F_SIZE_MAX 1
+#define VIRTIO_BLK_F_SEG_MAX 2
+#define VIRTIO_BLK_F_RO 5
+#define VIRTIO_BLK_F_BLK_SIZE 6
+#define VIRTIO_BLK_F_FLUSH 9
+
+#define VIRTIO_BLK_T_IN 0
+#define VIRTIO_BLK_T_OUT 1
+#define VIRTIO_BLK_T_FLUSH 4
+#define VIRTIO_BLK_T_GET_ID 8
+#define VIRTIO_BLK_ID_BYTES 20
+
+#define VIRTIO_BLK_S_OK 0
+#define VIRTIO_BLK_S_IOERR 1
+#define VIRTIO_BLK_S_UNSUPP 2
+
+/* struct virtio_blk_config offsets. */
+#define VIRTIO_BLK_CFG_CAPACITY 0
+#define VIRTIO_BLK_CFG_SEG_MAX 12
+#define VIRTIO_BLK_CFG_BLK_SIZE 20
+#define VIRTIO_BLK_CFG_LEN 0x40
+
+struct virtio_blk_req_hdr {
+	uint32_t type, reserved;
+	uint64_t sector;
+};
+
+struct virtio_blk_pci;
+
+struct virtio_blk_stats {
+	uint64_t requests, ok, ioerr, unsupp;
+	uint64_t bad_chains;    /* malformed chains (also counted below when no status was reachable) */
+	uint64_t no_status;     /* returned with used length 0: no writable status byte */
+	uint64_t reads, writes, flushes, dsync_writes; /* backend operations */
+	uint64_t interrupts, needs_reset;
+	unsigned in_flight;
+};
+
+/*
+ * Opens the image, builds the PCI function, puts it on bus (its BAR in the
+ * bus's MMIO window). irq_line goes into the PCI interrupt-line register.
+ * On failure err holds one line (e.g. "disk.img: No such file or directory").
+ */
+int virtio_blk_pci_create(struct pci_bus *bus, const char *path, bool read_only, const struct guest_mem *mem,
+			  uint8_t irq_line, void (*irq)(void *ctx, int level), void *ctx, struct virtio_blk_pci **out,
+			  char *err, size_t errlen);
+/* Waits for in-flight I/O, frees. The device must already be unreachable (vCPUs stopped). */
+void virtio_blk_pci_destroy(struct virtio_blk_pci *b);
+
+/* Readable when backend completions wait. */
+int virtio_blk_pci_event_fd(const struct virtio_blk_pci *b);
+/* Non-blocking: finishes completed requests (status, used ring, interrupt). */
+void virtio_blk_pci_process_completions(struct virtio_blk_pci *b);
+
+unsigned virtio_blk_pci_slot(const struct virtio_blk_pci *b);
+uint64_t virtio_blk_pci_capacity(const struct virtio_blk_pci *b); /* 512-byte sectors */
+struct virtio_blk_stats virtio_blk_pci_stats(struct virtio_blk_pci *b);
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * `vmm bench`: runs a matrix of `vmm run` configurations (workload x lock x
+ * policy x overcommit x VMs x spin threshold), each cell several times,
+ * interleaved, and reports medians, spreads and overcommit efficiency next
+ * to the --sched host baseline and a native-threads upper bound.
+ *
+ * The pieces, one file each: bench_cli (options -> bench_opts), bench_matrix
+ * (cells, references, run order), bench_exec (one child run with a timeout),
+ * bench_json (reads the child's JSON report), bench_stats, bench_native
+ * (the same locks as host threads), bench_micro, bench_report, bench_plot.
+ */
+#ifndef VMM_BENCH_H
+#define VMM_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define BENCH_MAX_REPS 50
+#define BENCH_MAX_LIST 16
+#define BENCH_MAX_CELLS 2048
+#define BENCH_HELP 1
+
+/* The pseudo policy for the baseline every other VMM uses: --sched host. */
+#define BENCH_POLICY_HOST "host"
+/* Native cells (plain host threads, no VM) carry this policy name. */
+#define BENCH_POLICY_NATIVE "native"
+
+int bench_main(int argc, char **argv);
+
+struct bench_strs {
+	unsigned n;
+	const char *v[BENCH_MAX_LIST];
+};
+
+struct bench_nums {
+	unsigned n;
+	double v[BENCH_MAX_LIST];
+};
+
+struct bench_opts {
+	const char *preset;
+	unsigned reps;
+	uint32_t duration_ms;
+	unsigned pcpus;
+	uint32_t cs_cycles, work_cycles;
+	struct bench_strs workloads, locks, policies;
+	struct bench_nums overcommit; /* vCPUs per slot in each VM */
+	struct bench_nums vms;
+	struct bench_nums thresholds;
+	const char *out_dir;
+	bool plot, native, micro;
+	int test_fail_cell; /* hidden, for tests: this cell's runs get a bad option; -1 none */
+	const char *exe;    /* the binary whose `run` each cell execs */
+};
+
+/* Fills defaults (the quick matrix); bench_parse may then override. */
+void bench_opts_defaults(struct bench_opts *o);
+/* 0, BENCH_HELP, or -EINVAL with one line in err. */
+int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t errlen);
+void bench_print_usage(FILE *out);
+
+enum bench_kind { BENCH_VM, BENCH_NATIVE };
+
+struct bench_run {
+	bool ok;
+	int exit_code;   /* the child's exit status; 128+n for signal n; -1 timeout */
+	double ops_per_s; /* NaN when absent */
+	double wall_s;
+	char why[96];    /* why it failed, for the table */
+};
+
+struct bench_cell {
+	unsigned id;
+	enum bench_kind kind;
+	const char *workload, *lock, *policy;
+	uint32_t spin_threshold;
+	unsigned vms, vcpus; /* vCPUs per VM; native: threads */
+	unsigned pcpus;
+	double overcommit;   /* all vCPUs (or threads) / pcpus */
+	bool auto_added;     /* not asked for: a 1x reference the harness added */
+	int ref;             /* cell whose median is this one's 1x; -1 none */
+	int native_ref;      /* native cell, same lock, pcpus threads; -1 none */
+
+	unsigned nruns;
+	struct bench_run runs[BENCH_MAX_REPS];
+
+	/* bench_stats_cell */
+	unsigned nok;
+	double median, min, max, spread_pct;
+	double eff;       /* median / median of ref; NaN when unknown */
+	double of_native; /* median / native bound; NaN when unknown */
+	bool failed;
+	int fail_exit;
+	const char *fail_why;
+};
+
+struct bench_matrix {
+	unsigned n;
+	struct bench_cell *cells;
+};
+
+int bench_matrix_build(const struct bench_opts *o, struct bench_matrix *m, char *err,
+		       size_t errlen);
+void bench_matrix_free(struct bench_matrix *m);
+/* The order of the cells in repetition rep: a permutation, different per rep. */
+void bench_run_order(unsigned ncells, unsigned rep, unsigned *order);
+
+/* Statistics over doubles; NaN for an empty set. v is not modified. */
+double bench_median(const double *v, unsigned n);
+double bench_min(const double *v, unsigned n);
+double bench_max(const double *v, unsigned n);
+/* (max - min) / median in percent; NaN when median is 0 or unknown. */
+double bench_spread_pct(double min, double max, double median);
+double bench_ratio(double num, double den);
+void bench_stats_cell(struct bench_cell *c);
+/* Every cell, then efficiencies against refs; true if any cell failed. */
+bool bench_stats_matrix(struct bench_matrix *m);
+
+/* A flat view of a JSON document: "a.b.0.c" -> scalar text. */
+struct bench_json {
+	unsigned n, cap;
+	char **key, **val; /* val: number text, "true", "false", "null", or string contents */
+};
+int bench_json_parse(const char *text, struct bench_json *j);
+int bench_json_load(const char *path, struct bench_json *j);
+void bench_json_free(struct bench_json *j);
+/* 0, -ENOENT (absent), -EINVAL (null, or not a number / bool). */
+int bench_json_num(const struct bench_json *j, const char *key, double *out);
+int bench_json_bool(const struct bench_json *j, const char *key, bool *out);
+
+/* Runs `exe run ARGS... --json JSON -q`, killed after timeout_ms.
+ * Returns its exit status, 128+n after signal n, -1 on timeout or when it
+ * could not start. errbuf gets the last line of its stderr. */
+int bench_exec_run(const char *exe, const char *const *args, const char *json,
+		   unsigned timeout_ms, char *errbuf, size_t errlen);
+/* Forks; the child calls fn(arg, fd) writing its result to fd and exits with
+ * fn's return. Same statuses as bench_exec_run; the result is read to buf. */
+int bench_exec_fork(int (*fn)(void *arg, int fd), void *arg, unsigned timeout_ms, void *buf,
+		    size_t len);
+/* One repetition of one cell; tmpdir holds the child's report. */
+void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, const char *tmpdir,
+		    struct bench_run *out);
+
+/* Native: the lock loop as threads pinned round robin on pcpus CPUs. */
+bool bench_native_has_lock(const char *lock);
+int bench_native_run(const char *lock, unsigned threads, unsigned pcpus, uint32_t duration_ms,
+		     uint32_t cs_cycles, uint32_t work_cycles, uint32_t spin_threshold,
+		     double *ops_per_s);
+
+#define BENCH_MICRO_KINDS 7
+enum bench_micro_kind {
+	BENCH_MICRO_HC,      /* hypercall round trip, ns */
+	BENCH_MICRO_EXIT,    /* bare MMIO exit round trip, ns */
+	BENCH_MICRO_KICK,    /* PV kick -> kicked vCPU running again, ns (p50) */
+	BENCH_MICRO_FUTEX,   /* futex wake -> woken host thread running, ns */
+	BENCH_MICRO_PREEMPT, /* slot time lost per forced preemption, ns */
+	BENCH_MICRO_SIGNAL_EXITS, /* preemptions in the preempt run, for context */
+	BENCH_MICRO_PREEMPT_GROSS, /* the same before subtracting the host's own steal */
+};
+
+struct bench_micro {
+	bool ran;
+	unsigned reps;
+	double raw[BENCH_MICRO_KINDS][BENCH_MAX_REPS]; /* NaN: that try failed */
+	double median[BENCH_MICRO_KINDS];
+	unsigned failures;
+	char why[128]; /* the first failure */
+};
+
+extern const char *const bench_micro_names[BENCH_MICRO_KINDS];
+/* One repetition of every microbenchmark (interleaved like the cells). */
+void bench_micro_rep(const struct bench_opts *o, const char *tmpdir, unsigned rep,
+		     struct bench_micro *mi);
+void bench_micro_finish(struct bench_micro *mi);
+
+struct bench_machine {
+	unsigned nproc;
+	char cpu[128], kernel[160], kvm[64];
+};
+void bench_machine_probe(struct bench_machine *mc);
+
+/* Table to out; CSV and JSON into o->out_dir. 0 or -errno. */
+void bench_report_table(FILE *out, const struct bench_opts *o, const struct bench_matrix *m,
+			const struct bench_micro *mi, const struct bench_machine *mc);
+int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct bench_micro *mi);
+int bench_report_json(const char *path, const struct bench_opts *o, const struct bench_matrix *m,
+		      const struct bench_micro *mi, const struct bench_machine *mc);
+
+/* Writes DIR/<name>.gp + .dat and runs gnuplot for the SVGs. 0, or -1 with
+ * one line in err (gnuplot missing or failed). */
+int bench_plot(const char *dir, const struct bench_matrix *m, char *err, size_t errlen);
+
+#endif

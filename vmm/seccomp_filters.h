@@ -1,0 +1,48 @@
+/*
+ * The seccomp sandbox: one libseccomp filter per thread kind, each installed
+ * by the thread on itself once its set-up is done, allowing only the calls
+ * (and, where it matters, the arguments: ioctl requests, fds) that thread
+ * makes from then on. Everything else raises SIGSYS; the handler prints
+ *
+ *	vmm: seccomp: thread <name> made forbidden system call <syscall> (<nr>)
+ *
+ * and ends the process with VMM_EXIT_SECCOMP. Filters cannot be removed, so
+ * the event loop's filter stays on the main thread to the end of the
+ * process: a second run in the same process cannot create VMs (a `vmm bench`
+ * that runs many guests must fork per run, or turn the sandbox off).
+ *
+ * Thread kinds (the exact lists are in seccomp_filters.c and SECURITY.md):
+ *   vcpu  each vCPU thread, after KVM_SET_SIGNAL_MASK, before its first slot
+ *   loop  the main thread, once every vCPU thread and PLE watch is started:
+ *         the io_uring event loop, then the report and the tear-down
+ *
+ * Test hook: VMM_TEST_SECCOMP_VIOLATE=vcpu|loop makes that thread (vCPU 0
+ * for vcpu) call socket(2), which no filter allows, right after installing
+ * its filter; tests/integration/test_seccomp.py proves each filter with it.
+ */
+#ifndef VMM_SECCOMP_FILTERS_H
+#define VMM_SECCOMP_FILTERS_H
+
+#include <stdbool.h>
+
+/* The fds a thread may use beyond stdout/stderr; -1 entries are skipped. */
+struct seccomp_fds {
+	const int *write; /* write(2) */
+	unsigned nwrite;
+	const int *read; /* read(2) (PLE perf counters) */
+	unsigned nread;
+	int uring;       /* io_uring_enter(2), -1: none */
+};
+
+/*
+ * From the main thread before any vCPU thread starts: the SIGSYS handler,
+ * the syscall-name table it prints from, the test hook, and the fds the
+ * vCPU threads may write to. 0 or -errno.
+ */
+int seccomp_prepare(const int *vcpu_write_fds, unsigned n);
+/* Installs the vCPU filter on the calling thread: ioctl only on vcpu_fd. */
+int seccomp_enter_vcpu(int vcpu_fd, unsigned vcpu_id);
+/* Installs the event-loop filter on the calling (main) thread. */
+int seccomp_enter_loop(const struct seccomp_fds *f);
+
+#endif
