@@ -33,7 +33,7 @@ void vm_config_defaults(struct vm_config *cfg)
 	cfg->vms = 1;
 	cfg->policy = "pv";
 	cfg->spin_detect = SPIN_DETECT_YIELD; /* hint polling costs a CPU share when slots = CPUs */
-	cfg->slice_us = 2000;
+	cfg->slice_us = 6000; /* CFS's default latency target; see README */
 	cfg->ple_window_us = 50;
 	cfg->defer_us = 200;
 	cfg->safe_point = true;
@@ -66,7 +66,7 @@ void cli_print_run_usage(FILE *out)
 		"      --vms K             K copies of the guest under one scheduler (default 1)\n"
 		"      --yield POLICY      %s (default pv)\n"
 		"      --spin-detect LIST  comma list of ple, hint, yield, or none (default yield)\n"
-		"      --slice-us N        time slice (default 2000)\n"
+		"      --slice-us N        time slice (default 6000)\n"
 		"      --ple-window-us N   how long a spin lasts before it counts (default 50)\n"
 		"      --safe-point on|off defer preemption while the guest is in a lock region (default on)\n"
 		"      --defer-us N        hard bound on such a deferral (default 200)\n"

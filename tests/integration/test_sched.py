@@ -98,7 +98,7 @@ def test_directed_yield_beats_no_yield_under_overcommit():
     directed yield hands it the slot (medians of interleaved runs)."""
     need_kvm()
     common = ["-c", "8", "--pcpus", "2", "--lock", "tas", "--duration", "400ms", "--safe-point", "off",
-              "--spin-detect", "yield", "--spin-threshold", "128"]
+              "--spin-detect", "yield", "--spin-threshold", "128", "--slice-us", "2000"]
     n, d = _interleaved_medians([common + ["--yield", "none"], common + ["--yield", "directed"]])
     assert d > 1.3 * n, (n, d)
 
@@ -107,7 +107,8 @@ def test_pv_spinlock_beats_ticket_lock_under_overcommit():
     """The headline of PV spinlocks: at 4x overcommit, pvticket with the pv
     policy against a plain ticket lock with round robin, same run."""
     need_kvm()
-    common = ["-c", "8", "--pcpus", "2", "--duration", "400ms", "--spin-detect", "none", "--safe-point", "off"]
+    common = ["-c", "8", "--pcpus", "2", "--duration", "400ms", "--spin-detect", "none", "--safe-point", "off",
+              "--slice-us", "2000"]
     n, p = _interleaved_medians([common + ["--lock", "ticket", "--yield", "none"],
                                  common + ["--lock", "pvticket", "--yield", "pv"]])
     assert p > 5 * n, (n, p)
