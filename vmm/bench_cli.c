@@ -38,14 +38,6 @@ static const struct preset presets[] = {
 	  "shootdown", "ticket", "host,gang,pv", "1", "2,4,8", "4096" },
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 static unsigned usable_cpus(void)
 {
@@ -63,17 +55,17 @@ static int split(const char *opt, const char *arg, struct bench_strs *out, char 
 	static size_t used;
 	size_t len = strlen(arg) + 1;
 	if (len > sizeof(pool) - used)
-		return fail(err, errlen, "%s: lists too long", opt);
+		return parse_fail(err, errlen, "%s: lists too long", opt);
 	char *copy = memcpy(pool + used, arg, len), *save = NULL;
 	used += len;
 	out->n = 0;
 	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (out->n == BENCH_MAX_LIST)
-			return fail(err, errlen, "%s: at most %d values", opt, BENCH_MAX_LIST);
+			return parse_fail(err, errlen, "%s: at most %d values", opt, BENCH_MAX_LIST);
 		out->v[out->n++] = t;
 	}
 	if (!out->n)
-		return fail(err, errlen, "%s: empty list", opt);
+		return parse_fail(err, errlen, "%s: empty list", opt);
 	return 0;
 }
 
@@ -85,7 +77,7 @@ static int names(const char *opt, const char *arg, const char *const *known, boo
 		if (vmm_name_in(known, out->v[i]) || (host_ok && !strcmp(out->v[i], BENCH_POLICY_HOST)))
 			continue;
 		char list[256];
-		return fail(err, errlen, "%s: unknown '%s' (known: %s%s)", opt, out->v[i],
+		return parse_fail(err, errlen, "%s: unknown '%s' (known: %s%s)", opt, out->v[i],
 			    host_ok ? "host, " : "", vmm_name_list(known, list, sizeof(list)));
 	}
 	return r;
@@ -111,7 +103,7 @@ static int numbers(const char *opt, const char *arg, double max, bool fractions,
 		}
 		if (end == s.v[i] || *end || errno || !(v > 0) || v > max ||
 		    (!fractions && v != floor(v)))
-			return fail(err, errlen, "%s: '%s' is not a %s from %s to %g", opt, s.v[i],
+			return parse_fail(err, errlen, "%s: '%s' is not a %s from %s to %g", opt, s.v[i],
 				    fractions ? "number" : "whole number", fractions ? "above 0" : "1", max);
 		out->v[i] = v;
 	}
@@ -227,7 +219,7 @@ static int whole(const char *opt, const char *arg, uint64_t min, uint64_t max, u
 		 char *err, size_t errlen)
 {
 	if (parse_u64(arg, min, max, out))
-		return fail(err, errlen, "%s: '%s' is not a whole number from %llu to %llu", opt, arg,
+		return parse_fail(err, errlen, "%s: '%s' is not a whole number from %llu to %llu", opt, arg,
 			    (unsigned long long)min, (unsigned long long)max);
 	return 0;
 }
@@ -247,7 +239,7 @@ static int preset_pass(int argc, char **argv, struct bench_opts *o, char *err, s
 			continue;
 		const struct preset *p = find_preset(name);
 		if (!p)
-			return fail(err, errlen, "--preset: unknown '%s' (known: quick, ple, threshold, gang)", name);
+			return parse_fail(err, errlen, "--preset: unknown '%s' (known: quick, ple, threshold, gang)", name);
 		return apply_preset(p, o, err, errlen);
 	}
 	return 0;
@@ -271,7 +263,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 			break;
 		case OPT_DURATION:
 			if (parse_time_ms(optarg, &v) || v < 10 || v > 600000)
-				r = fail(err, errlen, "--duration: '%s' is not a time from 10ms to 600s", optarg);
+				r = parse_fail(err, errlen, "--duration: '%s' is not a time from 10ms to 600s", optarg);
 			o->duration_ms = (uint32_t)v;
 			break;
 		case OPT_PCPUS:
@@ -306,7 +298,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 			break;
 		case OPT_OUT:
 			if (!optarg[0])
-				r = fail(err, errlen, "--out: empty path");
+				r = parse_fail(err, errlen, "--out: empty path");
 			o->out_dir = optarg;
 			break;
 		case OPT_NO_PLOT:
@@ -325,18 +317,18 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 		case 'h':
 			return BENCH_HELP;
 		case ':':
-			r = fail(err, errlen, "option %s needs a value", argv[optind - 1]);
+			r = parse_fail(err, errlen, "option %s needs a value", argv[optind - 1]);
 			break;
 		default:
-			r = fail(err, errlen, "unknown option '%s' (try vmm bench --help)", argv[optind - 1]);
+			r = parse_fail(err, errlen, "unknown option '%s' (try vmm bench --help)", argv[optind - 1]);
 		}
 	}
 	if (!r && optind < argc)
-		r = fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+		r = parse_fail(err, errlen, "unexpected argument '%s'", argv[optind]);
 	for (unsigned i = 0; !r && i < o->overcommit.n; i++) {
 		double vcpus = o->overcommit.v[i] * o->pcpus;
 		if (vcpus != floor(vcpus))
-			r = fail(err, errlen, "--overcommit %g on %u pcpus is not a whole number of vCPUs",
+			r = parse_fail(err, errlen, "--overcommit %g on %u pcpus is not a whole number of vCPUs",
 				 o->overcommit.v[i], o->pcpus);
 	}
 	return r;

@@ -14,15 +14,8 @@
 #include <string.h>
 
 #include "vmm/bench.h"
+#include "vmm/parse.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 static bool lock_waits(const char *lock)
 {
@@ -93,19 +86,19 @@ static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char
 					};
 					int ref = add(m, &proto, true);
 					if (ref < 0)
-						return fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
+						return parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
 					for (unsigned k = 0; k < o->vms.n; k++)
 						for (unsigned x = 0; x < o->overcommit.n; x++) {
 							double v = o->overcommit.v[x] * o->pcpus;
 							proto.vms = (unsigned)o->vms.v[k];
 							proto.vcpus = (unsigned)llround(v);
 							if (fabs(v - proto.vcpus) > 1e-9 || proto.vcpus == 0)
-								return fail(err, errlen,
+								return parse_fail(err, errlen,
 									    "--overcommit %g on %u pcpus is not a whole number of vCPUs",
 									    o->overcommit.v[x], o->pcpus);
 							int i = add(m, &proto, false);
 							if (i < 0)
-								return fail(err, errlen, "the matrix has more than %d cells",
+								return parse_fail(err, errlen, "the matrix has more than %d cells",
 									    BENCH_MAX_CELLS);
 							m->cells[i].ref = ref;
 						}
@@ -151,10 +144,10 @@ int bench_matrix_build(const struct bench_opts *o, struct bench_matrix *m, char 
 	m->n = 0;
 	m->cells = calloc(BENCH_MAX_CELLS, sizeof(*m->cells));
 	if (!m->cells)
-		return fail(err, errlen, "out of memory for the matrix");
+		return parse_fail(err, errlen, "out of memory for the matrix");
 	int r = add_vm_cells(o, m, err, errlen);
 	if (!r && o->native && add_native_cells(o, m))
-		r = fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
+		r = parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
 	if (r) {
 		bench_matrix_free(m);
 		return r;

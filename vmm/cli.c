@@ -92,14 +92,6 @@ void cli_print_run_usage(FILE *out)
 		vmm_name_list(sched_policy_names(), p, sizeof(p)));
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 enum {
 	OPT_FIRMWARE = 256, OPT_WORKLOAD, OPT_LOCK, OPT_CS, OPT_WORK, OPT_SPIN,
@@ -150,7 +142,7 @@ static int parse_u32_opt(const char *name, const char *arg, uint64_t min, uint64
 {
 	uint64_t v;
 	if (parse_u64(arg, min, max, &v))
-		return fail(err, errlen, "%s: '%s' is not a whole number from %llu to %llu", name,
+		return parse_fail(err, errlen, "%s: '%s' is not a whole number from %llu to %llu", name,
 			    arg, (unsigned long long)min, (unsigned long long)max);
 	*out = (uint32_t)v;
 	return 0;
@@ -163,7 +155,7 @@ static int parse_on_off(const char *name, const char *arg, bool *out, char *err,
 	else if (!strcmp(arg, "off") || !strcmp(arg, "0") || !strcmp(arg, "no"))
 		*out = false;
 	else
-		return fail(err, errlen, "%s: '%s' is neither on nor off", name, arg);
+		return parse_fail(err, errlen, "%s: '%s' is neither on nor off", name, arg);
 	return 0;
 }
 
@@ -172,7 +164,7 @@ static int parse_spin_detect(const char *arg, unsigned *out, char *err, size_t e
 	char buf[64];
 	unsigned mask = 0;
 	if (strlen(arg) >= sizeof(buf))
-		return fail(err, errlen, "--spin-detect: '%s' is too long", arg);
+		return parse_fail(err, errlen, "--spin-detect: '%s' is too long", arg);
 	strcpy(buf, arg);
 	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(t, "ple"))
@@ -182,7 +174,7 @@ static int parse_spin_detect(const char *arg, unsigned *out, char *err, size_t e
 		else if (!strcmp(t, "yield"))
 			mask |= SPIN_DETECT_YIELD;
 		else if (strcmp(t, "none"))
-			return fail(err, errlen, "--spin-detect: unknown source '%s' (known: ple, hint, yield, none)", t);
+			return parse_fail(err, errlen, "--spin-detect: unknown source '%s' (known: ple, hint, yield, none)", t);
 	}
 	*out = mask;
 	return 0;
@@ -207,21 +199,21 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			break;
 		case 'm':
 			if (parse_size(arg, &v))
-				return fail(err, errlen, "--mem: '%s' is not a size (e.g. 256, 128M, 1G)", arg);
+				return parse_fail(err, errlen, "--mem: '%s' is not a size (e.g. 256, 128M, 1G)", arg);
 			if (v < MEM_MIN || v > MEM_MAX)
-				return fail(err, errlen, "--mem: %s is outside 4M..3G", arg);
+				return parse_fail(err, errlen, "--mem: %s is outside 4M..3G", arg);
 			cfg->mem_bytes = (v + (2ull << 20) - 1) & ~((2ull << 20) - 1); /* KVM wants whole pages; 2M keeps huge pages */
 			break;
 		case OPT_FIRMWARE: cfg->firmware_path = arg; break;
 		case OPT_WORKLOAD:
 			if (!vmm_name_in(vmm_workload_names, arg))
-				return fail(err, errlen, "--workload: unknown workload '%s' (known: %s)", arg,
+				return parse_fail(err, errlen, "--workload: unknown workload '%s' (known: %s)", arg,
 					    vmm_name_list(vmm_workload_names, names, sizeof(names)));
 			cfg->workload = arg;
 			break;
 		case OPT_LOCK:
 			if (!vmm_name_in(vmm_lock_names, arg))
-				return fail(err, errlen, "--lock: unknown lock kind '%s' (known: %s)", arg,
+				return parse_fail(err, errlen, "--lock: unknown lock kind '%s' (known: %s)", arg,
 					    vmm_name_list(vmm_lock_names, names, sizeof(names)));
 			cfg->lock = arg;
 			break;
@@ -242,12 +234,12 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			break;
 		case OPT_DURATION:
 			if (parse_time_ms(arg, &v) || v == 0 || v > 3600000)
-				return fail(err, errlen, "--duration: '%s' is not a time from 1ms to 1h (e.g. 2s, 500ms)", arg);
+				return parse_fail(err, errlen, "--duration: '%s' is not a time from 1ms to 1h (e.g. 2s, 500ms)", arg);
 			cfg->duration_ms = (uint32_t)v;
 			break;
 		case OPT_TIMEOUT:
 			if (parse_time_ms(arg, &v))
-				return fail(err, errlen, "--timeout: '%s' is not a time (e.g. 60s, 0 for none)", arg);
+				return parse_fail(err, errlen, "--timeout: '%s' is not a time (e.g. 60s, 0 for none)", arg);
 			cfg->timeout_ms = v;
 			break;
 		case OPT_JSON: cfg->json_path = arg; break;
@@ -258,7 +250,7 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			else if (!strcmp(arg, "host"))
 				cfg->sched_mode = SCHED_MODE_HOST;
 			else
-				return fail(err, errlen, "--sched: '%s' is neither vmm nor host", arg);
+				return parse_fail(err, errlen, "--sched: '%s' is neither vmm nor host", arg);
 			break;
 		case OPT_PCPUS:
 			r = parse_u32_opt("--pcpus", arg, 1, 4096, &cfg->pcpus, err, errlen);
@@ -272,7 +264,7 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			break;
 		case OPT_YIELD:
 			if (!sched_policy_find(arg))
-				return fail(err, errlen, "--yield: unknown policy '%s' (known: %s)", arg,
+				return parse_fail(err, errlen, "--yield: unknown policy '%s' (known: %s)", arg,
 					    vmm_name_list(sched_policy_names(), names, sizeof(names)));
 			cfg->policy = arg;
 			break;
@@ -311,7 +303,7 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 		case OPT_TRACE: cfg->trace_path = arg; break;
 		case OPT_PLE_TRACEPOINT:
 			if (!strchr(arg, ':'))
-				return fail(err, errlen, "--ple-tracepoint: '%s' is not subsystem:event (e.g. kvm:kvm_exit)", arg);
+				return parse_fail(err, errlen, "--ple-tracepoint: '%s' is not subsystem:event (e.g. kvm:kvm_exit)", arg);
 			cfg->ple_tracepoint = arg;
 			break;
 		case OPT_NO_SECCOMP: cfg->no_seccomp = true; break;
@@ -323,7 +315,7 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			size_t n = strlen(arg);
 			bool ro = n > 3 && !strcmp(arg + n - 3, ",ro");
 			if (n - (ro ? 3 : 0) >= sizeof(cfg->disk_path_buf))
-				return fail(err, errlen, "--disk: path too long");
+				return parse_fail(err, errlen, "--disk: path too long");
 			memcpy(cfg->disk_path_buf, arg, n - (ro ? 3 : 0));
 			cfg->disk_path_buf[n - (ro ? 3 : 0)] = '\0';
 			cfg->disk_path = cfg->disk_path_buf;
@@ -336,18 +328,18 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			break;
 		case 'q': cfg->quiet = true; break;
 		case 'h': return CLI_HELP;
-		case ':': return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
-		default: return fail(err, errlen, "unknown option '%s' (see vmm run --help)", argv[optind - 1]);
+		case ':': return parse_fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+		default: return parse_fail(err, errlen, "unknown option '%s' (see vmm run --help)", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return fail(err, errlen, "unexpected argument '%s' (see vmm run --help)", argv[optind]);
+		return parse_fail(err, errlen, "unexpected argument '%s' (see vmm run --help)", argv[optind]);
 	/* Linux guests (vmm/vm_linux.c) */
 	if (cfg->kernel_path) {
 		if (cfg->firmware_path)
-			return fail(err, errlen, "--kernel and --firmware exclude each other");
+			return parse_fail(err, errlen, "--kernel and --firmware exclude each other");
 		if (cfg->vms > 1)
-			return fail(err, errlen, "--vms: a Linux guest runs alone (it owns the console)");
+			return parse_fail(err, errlen, "--vms: a Linux guest runs alone (it owns the console)");
 		if (!cfg->cmdline)
 			cfg->cmdline = "console=ttyS0";
 		if (!cfg->sched_explicit)
@@ -361,11 +353,11 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 		return CLI_OK;
 	}
 	if (cfg->initrd_path || cfg->cmdline || cfg->disk_path)
-		return fail(err, errlen, "--initrd, --params and --disk need --kernel");
+		return parse_fail(err, errlen, "--initrd, --params and --disk need --kernel");
 	if (cfg->timeout_ms == TIMEOUT_AUTO)
 		cfg->timeout_ms = 2ull * cfg->duration_ms + TIMEOUT_MARGIN_MS;
 	else if (cfg->timeout_ms && cfg->timeout_ms <= cfg->duration_ms && !cfg->firmware_path)
-		return fail(err, errlen, "--timeout (%llums) must be longer than --duration (%ums)",
+		return parse_fail(err, errlen, "--timeout (%llums) must be longer than --duration (%ums)",
 			    (unsigned long long)cfg->timeout_ms, cfg->duration_ms);
 	return CLI_OK;
 }

@@ -1,6 +1,8 @@
 #include "vmm/parse.h"
 
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,4 +83,13 @@ int parse_time_ms(const char *s, uint64_t *out_ms)
 		return -ERANGE;
 	*out_ms = (uint64_t)(ms + 0.5);
 	return 0;
+}
+
+int parse_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
 }
