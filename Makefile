@@ -73,7 +73,7 @@ FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-
 
 # what the fuzzers link: the parsers and what they call, nothing of KVM
 FUZZ_LIB_SRCS := vmm/elf_loader.c vmm/parse.c vmm/cli.c vmm/workloads.c vmm/fdt_build.c \
-	vmm/layout.c $(wildcard vcpu/x86_cpuid*.c) $(wildcard hypercalls/*.c sched/*.c)
+	vmm/layout.c vmm/boot_linux.c devices/virtqueue.c $(wildcard vcpu/x86_cpuid*.c) $(wildcard hypercalls/*.c sched/*.c)
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(BUILD)/libfuzzvmm.a: $(FUZZ_LIB_OBJS)

@@ -121,6 +121,11 @@ int blk_backend_event_fd(const struct blk_backend *b)
 	return b->efd;
 }
 
+int blk_backend_uring_fd(const struct blk_backend *b)
+{
+	return b->fd < 0 ? -1 : b->ring.ring_fd;
+}
+
 /* Skips n bytes already transferred. */
 static void advance(struct blk_io *io, size_t n)
 {

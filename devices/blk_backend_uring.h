@@ -49,6 +49,8 @@ int blk_backend_queue(struct blk_backend *b, struct blk_io *io);
 int blk_backend_submit(struct blk_backend *b);
 /* Readable when completions wait; non-blocking; blk_backend_reap drains it. */
 int blk_backend_event_fd(const struct blk_backend *b);
+/* The ring's own fd (io_uring_enter on it submits: the seccomp filters name it). */
+int blk_backend_uring_fd(const struct blk_backend *b);
 /* Runs the callbacks of all finished I/O without blocking; returns how many finished. */
 unsigned blk_backend_reap(struct blk_backend *b);
 /* Blocks until at least one completion is ready or timeout_ms passes; 0, -ETIME. */

@@ -272,6 +272,11 @@ int virtio_blk_pci_event_fd(const struct virtio_blk_pci *b)
 	return blk_backend_event_fd(&b->be);
 }
 
+int virtio_blk_pci_uring_fd(const struct virtio_blk_pci *b)
+{
+	return blk_backend_uring_fd(&b->be);
+}
+
 unsigned virtio_blk_pci_slot(const struct virtio_blk_pci *b)
 {
 	return b->vp.pci.slot;

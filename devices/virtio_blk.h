@@ -99,6 +99,8 @@ void virtio_blk_pci_destroy(struct virtio_blk_pci *b);
 
 /* Readable when backend completions wait. */
 int virtio_blk_pci_event_fd(const struct virtio_blk_pci *b);
+/* The backend's io_uring fd: a queue kick submits on it from the vCPU thread. */
+int virtio_blk_pci_uring_fd(const struct virtio_blk_pci *b);
 /* Non-blocking: finishes completed requests (status, used ring, interrupt). */
 void virtio_blk_pci_process_completions(struct virtio_blk_pci *b);
 

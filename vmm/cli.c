@@ -346,10 +346,6 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			cfg->sched_mode = SCHED_MODE_HOST; /* halts happen in the host kernel: see README */
 		if (cfg->timeout_ms == TIMEOUT_AUTO)
 			cfg->timeout_ms = 0; /* an OS runs until it powers off */
-		/* The seccomp filters do not yet allow what a Linux guest needs
-		 * (KVM_IRQ_LINE on the VM fd from vCPU threads and the loop, stdin,
-		 * the terminal's ioctls): off until seccomp_filters.c learns them. */
-		cfg->no_seccomp = true;
 		return CLI_OK;
 	}
 	if (cfg->initrd_path || cfg->cmdline || cfg->disk_path)

@@ -17,6 +17,7 @@
 #include "vmm/linux_console.h"
 #include "vmm/ple_perf.h"
 #include "vmm/seccomp_filters.h"
+#include "vmm/vm_linux.h"
 
 #define TRACE_MAX_EVENTS (8u << 20)
 
@@ -337,7 +338,13 @@ static void open_outputs(struct run *r)
 static int sandbox_prepare(struct run *r)
 {
 	int fds[] = { r->ctl.wake_fd, sched_wake_fd(r->sched) };
-	int rc = r->cfg->no_seccomp ? 0 : seccomp_prepare(fds, 2);
+	/* a Linux guest runs alone (cli.c): its one VM's devices */
+	const struct vm *vm = &r->vms[0];
+	struct seccomp_guest g = { .vm_fd = vm->fd, .blk_uring = vm_linux_blk_uring_fd(vm),
+				   .blk_event = -1, .console = true };
+	for (unsigned i = 0; i < vm->npollers; i++)
+		g.blk_event = vm->pollers[i].fd; /* virtio-blk's, the only poller (vm_linux.c) */
+	int rc = r->cfg->no_seccomp ? 0 : seccomp_prepare(fds, 2, vm->linux_guest ? &g : NULL);
 	if (rc)
 		fprintf(stderr, "vmm: seccomp: %s\n", strerror(-rc));
 	return rc;

@@ -43,6 +43,7 @@ static uint32_t native_arch;
 static __thread char thread_name[16];
 static int vcpu_write_fds[MAX_VCPU_WRITE_FDS];
 static unsigned nvcpu_write_fds;
+static struct seccomp_guest guest = { -1, -1, -1, false };
 static enum { VIOLATE_NONE, VIOLATE_VCPU, VIOLATE_LOOP } violate;
 
 /* ---- SIGSYS: async-signal-safe, write(2) and _exit(2) only ---- */
@@ -197,9 +198,21 @@ static void name_thread(const char *fmt, unsigned id)
 	memcpy(thread_name, b, sizeof(b));
 }
 
+/* A Linux guest's devices, on both thread kinds: interrupt lines and disk submissions. */
+static int guest_device_rules(scmp_filter_ctx ctx)
+{
+	int rc = 0;
+	if (guest.vm_fd >= 0)
+		rc |= rule(ctx, SCMP_SYS(ioctl), 2, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)guest.vm_fd),
+			   SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)KVM_IRQ_LINE));
+	if (guest.blk_uring >= 0)
+		rc |= rule(ctx, SCMP_SYS(io_uring_enter), 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)guest.blk_uring));
+	return rc;
+}
+
 /* ---- the public calls ---- */
 
-int seccomp_prepare(const int *vcpu_fds, unsigned n)
+int seccomp_prepare(const int *vcpu_fds, unsigned n, const struct seccomp_guest *g)
 {
 	if (!names_ready) {
 		for (int nr = 0; nr < NAMES; nr++) {
@@ -215,6 +228,7 @@ int seccomp_prepare(const int *vcpu_fds, unsigned n)
 	nvcpu_write_fds = 0;
 	for (unsigned i = 0; i < n && nvcpu_write_fds < MAX_VCPU_WRITE_FDS; i++)
 		vcpu_write_fds[nvcpu_write_fds++] = vcpu_fds[i];
+	guest = g ? *g : (struct seccomp_guest){ -1, -1, -1, false };
 
 	const char *v = getenv("VMM_TEST_SECCOMP_VIOLATE");
 	violate = !v ? VIOLATE_NONE : !strcmp(v, "vcpu") ? VIOLATE_VCPU : !strcmp(v, "loop") ? VIOLATE_LOOP
@@ -242,6 +256,7 @@ int seccomp_enter_vcpu(int vcpu_fd, unsigned vcpu_id)
 	for (unsigned i = 0; i < sizeof(kvm_reqs) / sizeof(kvm_reqs[0]); i++)
 		rc |= rule(ctx, SCMP_SYS(ioctl), 2, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)vcpu_fd),
 			   SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)kvm_reqs[i]));
+	rc |= guest_device_rules(ctx);
 	rc = load(ctx, rc, "vcpu");
 	if (rc == 0 && violate == VIOLATE_VCPU && vcpu_id == 0)
 		syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
@@ -274,6 +289,18 @@ int seccomp_enter_loop(const struct seccomp_fds *f)
 	rc |= ALLOW(fstat);
 	rc |= ALLOW(newfstatat);
 	rc |= rule(ctx, SCMP_SYS(ioctl), 1, SCMP_A1_32(SCMP_CMP_EQ, TCGETS));
+	/* a Linux guest: its devices' completions, and the console */
+	rc |= guest_device_rules(ctx);
+	if (guest.blk_event >= 0)
+		rc |= rule(ctx, SCMP_SYS(read), 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)guest.blk_event));
+	if (guest.console) {
+		rc |= rule(ctx, SCMP_SYS(read), 1, SCMP_A0_32(SCMP_CMP_EQ, STDIN_FILENO));
+		/* tcsetattr(0, TCSAFLUSH) when the run ends: raw mode off */
+		static const unsigned long tty_reqs[] = { TCSETS, TCSETSW, TCSETSF };
+		for (unsigned i = 0; i < sizeof(tty_reqs) / sizeof(tty_reqs[0]); i++)
+			rc |= rule(ctx, SCMP_SYS(ioctl), 2, SCMP_A0_32(SCMP_CMP_EQ, STDIN_FILENO),
+				   SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)tty_reqs[i]));
+	}
 	rc = load(ctx, rc, "loop");
 	if (rc == 0 && violate == VIOLATE_LOOP)
 		syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);

@@ -15,6 +15,13 @@
  *   vcpu  each vCPU thread, after KVM_SET_SIGNAL_MASK, before its first slot
  *   loop  the main thread, once every vCPU thread and PLE watch is started:
  *         the io_uring event loop, then the report and the tear-down
+ * A Linux guest (-k) adds to both what its devices do on those threads
+ * (struct seccomp_guest): KVM_IRQ_LINE on its VM fd (the UART's and
+ * virtio-blk's interrupt lines are driven from vCPU threads and from the
+ * loop), io_uring_enter on the virtio-blk backend's ring (a queue kick
+ * submits from the vCPU thread, completions resubmit from the loop), and
+ * on the loop: read on that backend's eventfd, and the console on fd 0
+ * (read, and the terminal ioctls that restore cooked mode).
  *
  * Test hook: VMM_TEST_SECCOMP_VIOLATE=vcpu|loop makes that thread (vCPU 0
  * for vcpu) call socket(2), which no filter allows, right after installing
@@ -34,12 +41,21 @@ struct seccomp_fds {
 	int uring;       /* io_uring_enter(2), -1: none */
 };
 
+/* A Linux guest's fds, known once its devices exist; -1: none. */
+struct seccomp_guest {
+	int vm_fd;     /* ioctl KVM_IRQ_LINE (vCPU threads and loop) */
+	int blk_uring; /* io_uring_enter (vCPU threads and loop) */
+	int blk_event; /* read (loop): the backend's completion eventfd */
+	bool console;  /* the loop reads fd 0 and sets its terminal modes */
+};
+
 /*
  * From the main thread before any vCPU thread starts: the SIGSYS handler,
- * the syscall-name table it prints from, the test hook, and the fds the
- * vCPU threads may write to. 0 or -errno.
+ * the syscall-name table it prints from, the test hook, the fds the vCPU
+ * threads may write to, and a Linux guest's fds (NULL: not a Linux guest).
+ * 0 or -errno.
  */
-int seccomp_prepare(const int *vcpu_write_fds, unsigned n);
+int seccomp_prepare(const int *vcpu_write_fds, unsigned n, const struct seccomp_guest *guest);
 /* Installs the vCPU filter on the calling thread: ioctl only on vcpu_fd. */
 int seccomp_enter_vcpu(int vcpu_fd, unsigned vcpu_id);
 /* Installs the event-loop filter on the calling (main) thread. */

@@ -203,6 +203,12 @@ int vm_linux_devices(struct vm *vm, struct vm_error *err)
 	return linux_pci(vm, err);
 }
 
+int vm_linux_blk_uring_fd(const struct vm *vm)
+{
+	const struct vm_linux *l = vm->linux_guest;
+	return l && l->blk ? virtio_blk_pci_uring_fd(l->blk) : -1;
+}
+
 void vm_linux_destroy(struct vm *vm)
 {
 	struct vm_linux *l = vm->linux_guest;

@@ -50,5 +50,7 @@ int vm_linux_load(struct vm *vm, struct vm_error *err);
 /* After the UART and buses exist, before vCPUs: irqchip, PIT, ports, IRQ 4. */
 int vm_linux_devices(struct vm *vm, struct vm_error *err);
 void vm_linux_destroy(struct vm *vm);
+/* For the seccomp filters: the virtio-blk backend's io_uring fd, -1 without -d. */
+int vm_linux_blk_uring_fd(const struct vm *vm);
 
 #endif

@@ -107,6 +107,26 @@ def test_linux_virtio_blk_disk_attaches():
             assert r.rc == 4, r  # it ran until the timeout: set-up with the disk succeeded
 
 
+def test_linux_runs_under_the_seccomp_filters():
+    """A Linux guest with a disk runs under both filters (the report says so,
+    nothing is caught), and they are really installed: the test hook's
+    forbidden call is caught on a Linux vCPU thread and on the event loop."""
+    vmlinuz, initrd = kernel()
+    with tempfile.TemporaryDirectory() as d:
+        disk = os.path.join(d, "disk.img")
+        with open(disk, "wb") as f:
+            f.truncate(16 << 20)
+        args = ("-k", vmlinuz, "-i", initrd, "-m", "256M", "-d", disk, "--timeout", "2s")
+        r = harness.vmm(*args)
+        assert r.rc == 4, r
+        assert "seccomp:" not in r.stderr, r.stderr
+        assert r.report["config"]["seccomp"] is True, r.report["config"]
+        for kind, thread in (("vcpu", "vcpu0"), ("loop", "loop")):
+            r = harness.vmm(*args, json_report=False, env=dict(os.environ, VMM_TEST_SECCOMP_VIOLATE=kind))
+            assert r.rc == 7, r
+            assert f"vmm: seccomp: thread {thread} made forbidden system call socket (41)" in r.stderr, r.stderr
+
+
 def boot_until(args, markers, bound_s):
     """Starts vmm run ARGS, reads the console until every marker was seen (or
     the bound), then SIGTERMs it. Returns (stdout, stderr, rc, seconds, seen)."""
