@@ -34,17 +34,9 @@ struct probe {
 static void *probe_thread(void *arg)
 {
 	struct probe *p = arg;
-	sigset_t cur;
-	pthread_sigmask(SIG_SETMASK, NULL, &cur);
-	sigdelset(&cur, VCPU_KICK_SIGNAL);
-	struct {
-		struct kvm_signal_mask m;
-		uint8_t set[8];
-	} km;
-	km.m.len = 8;
-	memcpy(km.set, &cur, 8);
-	p->rc = 0;
-	if (ioctl(p->vcpu_fd, KVM_SET_SIGNAL_MASK, &km) < 0 || ioctl(p->vcpu_fd, KVM_RUN, 0) < 0)
+	int r = vcpu_unblock_kick_in_run(p->vcpu_fd);
+	p->rc = r ? -r : 0;
+	if (!r && ioctl(p->vcpu_fd, KVM_RUN, 0) < 0)
 		p->rc = errno;
 	p->exit_reason = p->run->exit_reason;
 	struct kvm_regs regs;

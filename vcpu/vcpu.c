@@ -223,7 +223,7 @@ static void drain_kick(void)
 		;
 }
 
-static int set_run_sigmask(struct vcpu *v)
+int vcpu_unblock_kick_in_run(int vcpu_fd)
 {
 	sigset_t cur;
 	pthread_sigmask(SIG_SETMASK, NULL, &cur);
@@ -235,7 +235,7 @@ static int set_run_sigmask(struct vcpu *v)
 	} km;
 	km.m.len = 8;
 	memcpy(km.set, &cur, 8);
-	return ioctl(v->fd, KVM_SET_SIGNAL_MASK, &km) < 0 ? -errno : 0;
+	return ioctl(vcpu_fd, KVM_SET_SIGNAL_MASK, &km) < 0 ? -errno : 0;
 }
 
 static void *vcpu_thread(void *arg)
@@ -248,7 +248,7 @@ static void *vcpu_thread(void *arg)
 
 	struct sched *s = v->env->sched;
 	int me = v->env->sched_base + (int)v->id;
-	int r = set_run_sigmask(v);
+	int r = vcpu_unblock_kick_in_run(v->fd);
 	if (r) {
 		end_vcpu(v, VCPU_FAULTED, "KVM_SET_SIGNAL_MASK: %s", strerror(-r));
 		goto out;

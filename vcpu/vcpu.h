@@ -91,6 +91,8 @@ struct vcpu {
 
 /* Blocks VCPU_KICK_SIGNAL in the calling thread and installs its handler; call before any thread. */
 int vcpu_signals_init(void);
+/* KVM_SET_SIGNAL_MASK: the calling thread's mask, less the kick signal, while in KVM_RUN. */
+int vcpu_unblock_kick_in_run(int vcpu_fd);
 int vcpu_create(struct vcpu *v, unsigned id, struct vcpu_env *env);
 int vcpu_start(struct vcpu *v);
 void vcpu_kick(struct vcpu *v);
