@@ -269,21 +269,17 @@ static void *vcpu_thread(void *arg)
 			break;
 		}
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
-			if (errno == EINTR || errno == EAGAIN) {
-				v->exits.total++;
-				v->exits.intr++;
-				drain_kick();
-				if (s && sched_vcpu_after_exit(s, me) && sched_vcpu_yield_slot(s, me) < 0) {
-					end_vcpu(v, VCPU_STOPPED, NULL);
-					break;
-				}
-				continue;
+			if (errno != EINTR && errno != EAGAIN) {
+				end_vcpu(v, VCPU_FAULTED, "KVM_RUN: %s", strerror(errno));
+				break;
 			}
-			end_vcpu(v, VCPU_FAULTED, "KVM_RUN: %s", strerror(errno));
+			/* forced out: a kick for the scheduler or a stop */
+			v->exits.total++;
+			v->exits.intr++;
+			drain_kick();
+		} else if (!handle_exit(v)) {
 			break;
 		}
-		if (!handle_exit(v))
-			break;
 		/* one atomic load unless the scheduler wants the slot back */
 		if (s && sched_vcpu_after_exit(s, me) && sched_vcpu_yield_slot(s, me) < 0) {
 			end_vcpu(v, VCPU_STOPPED, NULL);

@@ -93,6 +93,22 @@ static bool block(FILE *dat, const struct bench_matrix *m, const struct panel *p
 	return true;
 }
 
+/*
+ * One plotted line per series: is cell i the first of its series? A series
+ * is workload, lock, policy and kind; with per_size, also VMs and vCPUs.
+ */
+static bool first_of_series(const struct bench_matrix *m, unsigned i, bool per_size)
+{
+	const struct bench_cell *c = &m->cells[i];
+	for (unsigned j = 0; j < i; j++) {
+		const struct bench_cell *d = &m->cells[j];
+		if (d->kind == c->kind && !strcmp(d->workload, c->workload) && !strcmp(d->lock, c->lock) &&
+		    !strcmp(d->policy, c->policy) && (!per_size || (d->vms == c->vms && d->vcpus == c->vcpus)))
+			return false;
+	}
+	return true;
+}
+
 static void overcommit_plot(FILE *gp, FILE *dat, const char *datpath, const struct bench_matrix *m,
 			    const char *svg)
 {
@@ -106,14 +122,8 @@ static void overcommit_plot(FILE *gp, FILE *dat, const char *datpath, const stru
 		unsigned nplots = 0;
 		for (unsigned i = 0; i < m->n; i++) {
 			const struct bench_cell *c = &m->cells[i];
-			bool first = true;
-			for (unsigned j = 0; j < i; j++)
-				first &= m->cells[j].kind == c->kind && !strcmp(m->cells[j].policy, c->policy) &&
-						 !strcmp(m->cells[j].lock, c->lock) &&
-						 !strcmp(m->cells[j].workload, c->workload)
-					 ? false
-					 : true;
-			if (!first || strcmp(c->workload, p[k].workload) || strcmp(c->lock, p[k].lock))
+			if (!first_of_series(m, i, false) || strcmp(c->workload, p[k].workload) ||
+			    strcmp(c->lock, p[k].lock))
 				continue;
 			struct bench_cell s = *c;
 			if (c->kind == BENCH_VM)
@@ -156,15 +166,7 @@ static void threshold_plot(FILE *gp, FILE *dat, const char *datpath, const struc
 			const struct bench_cell *c = &m->cells[i];
 			if (c->kind != BENCH_VM || strcmp(c->workload, p[k].workload) || strcmp(c->lock, p[k].lock))
 				continue;
-			bool first = true;
-			for (unsigned j = 0; j < i; j++) {
-				const struct bench_cell *d = &m->cells[j];
-				if (d->kind == BENCH_VM && !strcmp(d->workload, c->workload) &&
-				    !strcmp(d->lock, c->lock) && !strcmp(d->policy, c->policy) &&
-				    d->vms == c->vms && d->vcpus == c->vcpus)
-					first = false;
-			}
-			if (!first)
+			if (!first_of_series(m, i, true))
 				continue;
 			unsigned at = idx;
 			if (block(dat, m, &p[k], c, true, &idx))
