@@ -143,6 +143,7 @@ void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
 	x->slot = slot;
 	x->preempt_req = false;
 	x->handoff_to = -1;
+	x->unslotted = x->unslotted_forced = false;
 	sc_set_state(c, v, SCHED_ST_RUNNING, now);
 	sc_set_pending(c, v, false);
 	sc_set_preempted(c, v, false);
@@ -283,6 +284,7 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	c->ple_window_ns = p->ple_window_ns ? p->ple_window_ns : SCHED_DEFAULT_PLE_WINDOW_NS;
 	c->defer_max_ns = p->defer_max_ns ? p->defer_max_ns : SCHED_DEFAULT_DEFER_MAX_NS;
 	c->defer = p->defer;
+	c->halt_check_ns = p->halt_check_ns;
 	c->spin_sources = p->spin_sources;
 	c->pol = pol;
 	c->rng = p->seed;
@@ -344,6 +346,7 @@ void sched_core_start(struct sched_core *c, uint64_t now)
 	for (int v = 0; v < c->nvcpus; v++)
 		c->v[v].state_since = now;
 	c->next_hint_check = now + c->ple_window_ns;
+	c->next_halt_check = now + c->halt_check_ns;
 	sc_fill_slots(c, now);
 }
 
@@ -379,6 +382,8 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 	if ((c->spin_sources & SCHED_SPIN_HINT) && c->nrunnable > 0 && c->nrunning > 0 &&
 	    c->next_hint_check < d)
 		d = c->next_hint_check;
+	if (c->halt_check_ns && c->blocked && c->next_halt_check < d)
+		d = c->next_halt_check;
 	if (c->pol->deadline) {
 		uint64_t t = c->pol->deadline(c);
 		if (t < d)

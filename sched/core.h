@@ -8,6 +8,17 @@
  * input function (sched_core_hint_fn) so the policies can look at any vCPU
  * when they need to; it never calls out for anything else.
  *
+ * Halts inside the host kernel (a guest HLT with an in-kernel irqchip) are
+ * invisible to the VMM: the thread stays in KVM_RUN. With halt_check_ns set,
+ * every tick past the check time asks the blocked probe about each vCPU. A
+ * RUNNING vCPU that is blocked is PARKED: IDLE, its slot given away, its
+ * thread left in guest mode (it uses no CPU there). A parked vCPU found
+ * unblocked is running guest code without a slot: it takes a free slot if
+ * there is one, else it is queued at the front and forced out. So a vCPU
+ * may run unslotted for at most one check interval; the guest's wake-up is
+ * never delayed by the scheduler. Any return of a parked vCPU's thread to
+ * userspace (PARK makes it come to sched_core_yield) also unparks it.
+ *
  * Invariant: at most npcpus vCPUs are RUNNING. A RUNNING vCPU keeps its slot
  * until its own thread gives it back (sched_core_yield and friends), so a
  * FORCE_EXIT'ed vCPU still counts until it has really left guest mode.
@@ -28,6 +39,8 @@ struct sched_hint {
 	int waiting_for;         /* vCPU index or -1 */
 };
 typedef void (*sched_core_hint_fn)(void *ctx, int v, struct sched_hint *out);
+/* Is v's thread blocked inside the host kernel right now? */
+typedef bool (*sched_core_blocked_fn)(void *ctx, int v);
 
 enum sched_action_kind {
 	SCHED_ACT_GRANT,               /* v may run on slot now (wake it) */
@@ -35,6 +48,9 @@ enum sched_action_kind {
 	SCHED_ACT_SET_PREEMPTED,       /* shared-page flag := val */
 	SCHED_ACT_SET_PREEMPT_PENDING, /* shared-page flag := val */
 	SCHED_ACT_WAKE_ALL,            /* stop or deadlock: wake every thread */
+	SCHED_ACT_PARK,                /* v lost its slot while blocked in guest
+					  mode: its next exit must yield (no
+					  forced exit) */
 };
 
 struct sched_action {
@@ -59,6 +75,9 @@ struct sched_vcore {
 	uint64_t state_since;
 	uint64_t last_hint_spin;
 	uint64_t kicked_at;      /* 0: not woken by a kick */
+	bool parked;             /* IDLE with its thread still in KVM_RUN */
+	bool unslotted;          /* RUNNABLE with its thread still in guest mode */
+	bool unslotted_forced;   /* ... and FORCE_EXIT sent */
 	struct sched_vcpu_stats st;
 };
 
@@ -80,6 +99,9 @@ struct sched_core {
 	int nrunnable, nrunning;
 	bool started, stopping, deadlock;
 	uint64_t last_now, next_hint_check;
+	uint64_t halt_check_ns, next_halt_check;
+	sched_core_blocked_fn blocked;
+	void *blocked_ctx;
 	uint64_t rng;
 	sched_core_hint_fn hint;
 	void *hint_ctx;
@@ -94,6 +116,8 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 				     sched_core_hint_fn hint, void *hint_ctx,
 				     const char **why);
 void sched_core_destroy(struct sched_core *c);
+/* The probe for parking (see above); without it halt_check_ns does nothing. */
+void sched_core_set_blocked_fn(struct sched_core *c, sched_core_blocked_fn fn, void *ctx);
 
 /* Events. */
 void sched_core_start(struct sched_core *c, uint64_t now);

@@ -160,6 +160,7 @@ static void hint_checks(struct sched_core *c, uint64_t now)
 static void end(struct sched_core *c, uint64_t now)
 {
 	sc_fill_slots(c, now);
+	sc_force_unslotted(c, now);
 }
 
 void sched_core_tick(struct sched_core *c, uint64_t now)
@@ -174,6 +175,7 @@ void sched_core_tick(struct sched_core *c, uint64_t now)
 			sc_make_runnable(c, v, false, now);
 		}
 	}
+	sc_halt_checks(c, now);
 	deferrals(c, now);
 	if (c->pol->tick)
 		c->pol->tick(c, now);
@@ -186,6 +188,13 @@ void sched_core_yield(struct sched_core *c, int v, uint64_t now)
 {
 	sc_begin(c, now);
 	struct sched_vcore *x = &c->v[v];
+	/* The thread is out of guest mode now, whatever it was told before. */
+	x->unslotted = x->unslotted_forced = false;
+	if (x->parked) {
+		sc_unpark(c, v, false, now);
+		end(c, now);
+		return;
+	}
 	if (x->state != SCHED_ST_RUNNING)
 		return;
 	sc_release(c, v, x->handoff_to, now);
@@ -281,6 +290,11 @@ static void wake(struct sched_core *c, int from, int to, uint64_t now)
 		t->kick_pending = true;
 		return;
 	}
+	if (t->parked) {
+		/* The interrupt wakes it inside KVM_RUN: it runs already. */
+		sc_unpark(c, to, true, now);
+		return;
+	}
 	t->wake_reason = 0;
 	t->kicked_at = now ? now : 1;
 	enum sched_kick_verdict vd = c->pol->on_kick ? c->pol->on_kick(c, from, to) :
@@ -325,6 +339,7 @@ void sched_core_done(struct sched_core *c, int v, uint64_t now)
 		return;
 	if (x->state == SCHED_ST_RUNNING)
 		sc_release(c, v, -1, now);
+	x->parked = x->unslotted = false;
 	sc_set_state(c, v, SCHED_ST_DONE, now);
 	sc_set_preempted(c, v, false);
 	for (int i = 0; i < c->nvcpus; i++)
@@ -343,6 +358,10 @@ void sched_core_stop(struct sched_core *c, uint64_t now)
 	for (int s = 0; s < c->nslots; s++)
 		if (c->slot[s].vcpu >= 0)
 			force_out(c, c->slot[s].vcpu, false, now);
+	/* Threads left in guest mode without a slot must come out too. */
+	for (int v = 0; v < c->nvcpus; v++)
+		if (c->v[v].parked || c->v[v].unslotted)
+			sc_emit(c, SCHED_ACT_FORCE_EXIT, v, 0);
 	sc_emit(c, SCHED_ACT_WAKE_ALL, -1, -ECANCELED);
 }
 

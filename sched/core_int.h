@@ -17,6 +17,10 @@ void sc_release(struct sched_core *c, int v, int to, uint64_t now);
 void sc_fill_slots(struct sched_core *c, uint64_t now);
 void sc_check_deadlock(struct sched_core *c, uint64_t now);
 void sc_begin(struct sched_core *c, uint64_t now);
+/* core_halts.c */
+void sc_halt_checks(struct sched_core *c, uint64_t now);
+void sc_unpark(struct sched_core *c, int v, bool in_guest, uint64_t now);
+void sc_force_unslotted(struct sched_core *c, uint64_t now);
 
 static inline void sc_trace(struct sched_core *c, enum sched_trace_ev ev, int v,
 			 int arg, uint64_t now)

@@ -63,6 +63,12 @@ static void read_hint(void *ctx, int v, struct sched_hint *out)
 	out->waiting_for = x->ops->waiting_for ? x->ops->waiting_for(x->opaque) : -1;
 }
 
+static bool read_blocked(void *ctx, int v)
+{
+	struct svcpu *x = &((struct sched *)ctx)->vc[v];
+	return x->ops->blocked_in_kernel && x->ops->blocked_in_kernel(x->opaque);
+}
+
 struct sched *sched_create(const struct sched_params *p, const char **why)
 {
 	struct sched *s = calloc(1, sizeof(*s));
@@ -74,6 +80,7 @@ struct sched *sched_create(const struct sched_params *p, const char **why)
 	s->c = sched_core_create(p, read_hint, s, why);
 	if (!s->c)
 		goto fail;
+	sched_core_set_blocked_fn(s->c, read_blocked, s);
 	s->vc = calloc((size_t)p->nvcpus, sizeof(*s->vc));
 	if (!s->vc)
 		goto oom;
@@ -163,6 +170,10 @@ static void run_actions(struct sched *s)
 			atomic_store_explicit(&x->yield_req, 1, memory_order_release);
 			if (x->ops->force_exit)
 				x->ops->force_exit(x->opaque);
+			break;
+		case SCHED_ACT_PARK:
+			/* Left in KVM_RUN; whenever it comes out it must ask again. */
+			atomic_store_explicit(&x->yield_req, 1, memory_order_release);
 			break;
 		case SCHED_ACT_SET_PREEMPTED:
 			if (x->ops->set_preempted)

@@ -35,6 +35,12 @@
  * immediate_exit): the "give the slot back" flag is set before force_exit
  * is called and read by sched_vcpu_after_exit after KVM_RUN returns.
  *
+ * A vCPU whose halts block inside KVM_RUN (in-kernel irqchip) never calls
+ * halt: with params.halt_check_ns and ops.blocked_in_kernel the scheduler
+ * parks it (frees its slot, leaves it in KVM_RUN) and takes it back when it
+ * wakes; sched_vcpu_after_exit is true for a parked vCPU, and the yield
+ * that follows unparks it (see core.h).
+ *
  * The event loop: sleep until sched_next_deadline(s) (absolute
  * CLOCK_MONOTONIC ns, UINT64_MAX = no deadline) or until sched_wake_fd(s)
  * (an eventfd; read it to clear) is readable, then call
@@ -58,6 +64,9 @@ struct sched_vcpu_ops {
 	int (*waiting_for)(void *opaque);            /* global vCPU index, -1 */
 	void (*set_preempted)(void *opaque, bool on);
 	void (*set_preempt_pending)(void *opaque, bool on);
+	/* Blocked inside the host kernel (halted with an in-kernel irqchip);
+	 * asked every params.halt_check_ns, so a cheap read is enough. */
+	bool (*blocked_in_kernel)(void *opaque);
 };
 
 struct sched;

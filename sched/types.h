@@ -15,13 +15,15 @@
 #define SCHED_DEFAULT_SLICE_NS (2 * 1000 * 1000ull)
 #define SCHED_DEFAULT_PLE_WINDOW_NS (50 * 1000ull)
 #define SCHED_DEFAULT_DEFER_MAX_NS (200 * 1000ull)
+#define SCHED_DEFAULT_HALT_CHECK_NS (1000 * 1000ull)
 #define SCHED_NO_TIMEOUT 0ull /* timeout_ns for a wait that only a kick ends */
 
 enum sched_vstate {
 	SCHED_ST_RUNNING,  /* holds a slot */
 	SCHED_ST_RUNNABLE, /* queued for a slot */
 	SCHED_ST_WAITING,  /* PV wait: until kicked or its timeout */
-	SCHED_ST_IDLE,     /* guest halted: until kicked or woken */
+	SCHED_ST_IDLE,     /* guest halted: until kicked or woken (or, parked
+			      in guest mode, until its blocking ends) */
 	SCHED_ST_DONE,
 };
 
@@ -68,6 +70,9 @@ struct sched_params {
 	int nvms;                /* 0: 1 */
 	const int *vm_of;        /* [nvcpus] VM of each vCPU; NULL: all in VM 0 */
 	uint64_t seed;           /* for `random` */
+	/* How often to ask whether a vCPU is blocked inside the host kernel
+	 * (a guest HLT with an in-kernel irqchip); 0: never. See core.h. */
+	uint64_t halt_check_ns;
 	sched_trace_fn trace;    /* optional */
 	void *trace_ctx;
 };
@@ -80,6 +85,8 @@ struct sched_vcpu_stats {
 	uint64_t waits;            /* wait calls, immediate returns included */
 	uint64_t kicks_sent, kicks_received;
 	uint64_t deferrals, deferrals_hard;
+	uint64_t kernel_halts;     /* parked: blocked in the host kernel, slot freed */
+	uint64_t unslotted_wakes;  /* woke from a park with no slot free: forced out */
 	struct sched_hist kick_latency; /* kick of a sleeper -> back in guest */
 };
 

@@ -106,6 +106,9 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 		case SCHED_ACT_WAKE_ALL:
 			f->wake_all = a.val;
 			break;
+		case SCHED_ACT_PARK:
+			CHECK(!"parking without halt checks"); /* test_sched_halts.c */
+			break;
 		}
 	}
 	sched_core_clear_actions(c);

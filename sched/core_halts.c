@@ -1,0 +1,67 @@
+/*
+ * Halts the VMM cannot see: a guest HLT with an in-kernel irqchip blocks in
+ * the host kernel and KVM_RUN does not return. The blocked probe (e.g. KVM's
+ * per-vCPU `blocking` statistic) is asked every halt_check_ns; see core.h
+ * for the contract. Parking frees the slot without forcing the vCPU out,
+ * because the only way back into the guest is KVM_RUN itself: an exit would
+ * just block again on re-entry.
+ */
+#include "sched/core.h"
+#include "sched/core_int.h"
+
+void sched_core_set_blocked_fn(struct sched_core *c, sched_core_blocked_fn fn, void *ctx)
+{
+	c->blocked = fn;
+	c->blocked_ctx = ctx;
+}
+
+static void park(struct sched_core *c, int v, uint64_t now)
+{
+	struct sched_vcore *x = &c->v[v];
+	sc_release(c, v, -1, now);
+	sc_set_state(c, v, SCHED_ST_IDLE, now);
+	sc_set_preempted(c, v, false);
+	x->parked = true;
+	x->st.kernel_halts++;
+	sc_emit(c, SCHED_ACT_PARK, v, 0);
+}
+
+void sc_unpark(struct sched_core *c, int v, bool in_guest, uint64_t now)
+{
+	struct sched_vcore *x = &c->v[v];
+	x->parked = false;
+	x->wake_reason = 0;
+	/* Like any woken vCPU: first in line for the next slot. */
+	sc_make_runnable(c, v, true, now);
+	x->unslotted = in_guest;
+	x->unslotted_forced = false;
+}
+
+void sc_halt_checks(struct sched_core *c, uint64_t now)
+{
+	if (!c->halt_check_ns || !c->blocked || now < c->next_halt_check)
+		return;
+	c->next_halt_check = now + c->halt_check_ns;
+	for (int v = 0; v < c->nvcpus; v++) {
+		const struct sched_vcore *x = &c->v[v];
+		if (x->state == SCHED_ST_RUNNING && !x->preempt_req && c->blocked(c->blocked_ctx, v))
+			park(c, v, now);
+	}
+	for (int v = 0; v < c->nvcpus; v++)
+		if (c->v[v].parked && !c->blocked(c->blocked_ctx, v))
+			sc_unpark(c, v, true, now);
+}
+
+/* After the slots are filled: who woke in guest mode and got none must leave. */
+void sc_force_unslotted(struct sched_core *c, uint64_t now)
+{
+	for (int v = 0; v < c->nvcpus; v++) {
+		struct sched_vcore *x = &c->v[v];
+		if (x->state != SCHED_ST_RUNNABLE || !x->unslotted || x->unslotted_forced)
+			continue;
+		x->unslotted_forced = true;
+		x->st.unslotted_wakes++;
+		sc_emit(c, SCHED_ACT_FORCE_EXIT, v, 0);
+		sc_trace(c, SCHED_TR_PREEMPT, v, -1, now);
+	}
+}
