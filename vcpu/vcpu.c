@@ -43,6 +43,7 @@ int vcpu_create(struct vcpu *v, unsigned id, struct vcpu_env *env)
 	memset(v, 0, sizeof(*v));
 	v->id = id;
 	v->env = env;
+	v->stats.fd = -1;
 	v->fd = ioctl(env->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
 	if (v->fd < 0)
 		return -errno;
@@ -66,6 +67,9 @@ int vcpu_create(struct vcpu *v, unsigned id, struct vcpu_env *env)
 	v->tsc_khz = khz > 0 ? (uint64_t)khz : 0;
 	if (env->sync_regs)
 		v->run->kvm_valid_regs = KVM_SYNC_X86_REGS;
+	/* A Linux guest halts inside KVM_RUN; the scheduler reads `blocking`. */
+	if (g)
+		v->stats_err = kvm_stats_open(v->fd, &v->stats);
 	return 0;
 }
 
@@ -317,6 +321,7 @@ void vcpu_join(struct vcpu *v)
 
 void vcpu_destroy(struct vcpu *v)
 {
+	kvm_stats_close(&v->stats);
 	if (v->run)
 		munmap(v->run, (size_t)v->env->run_size);
 	if (v->fd > 0)

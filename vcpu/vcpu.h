@@ -17,6 +17,7 @@
 
 #include "devices/io_bus.h"
 #include "hypercalls/hypercalls.h"
+#include "vcpu/kvm_stats.h"
 #include "vcpu/x86_boot.h"
 
 #define VCPU_KICK_SIGNAL (SIGRTMIN + 0)
@@ -84,6 +85,10 @@ struct vcpu {
 	uint32_t exit_status;
 	char fault[160];
 	struct vcpu_exit_counts exits;
+	/* Linux guests: KVM's binary stats (halts happen inside KVM_RUN); fd -1
+	 * otherwise, or where the kernel has none (stats_err says why). */
+	struct kvm_vcpu_stats stats;
+	int stats_err;
 	bool regs_valid; /* regs/sregs captured when the vCPU ended abnormally */
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;

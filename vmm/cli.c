@@ -36,6 +36,7 @@ void vm_config_defaults(struct vm_config *cfg)
 	cfg->slice_us = 6000; /* CFS's default latency target; see README */
 	cfg->ple_window_us = 50;
 	cfg->defer_us = 200;
+	cfg->halt_check_us = 1000; /* a 1000 Hz guest tick */
 	cfg->safe_point = true;
 	cfg->pv_spinlock = true;
 	cfg->pv_shootdown = true;
@@ -82,6 +83,8 @@ void cli_print_run_usage(FILE *out)
 		"  -i, --initrd FILE       initial ramdisk\n"
 		"  -p, --params TEXT       kernel command line (default \"console=ttyS0\")\n"
 		"  -d, --disk FILE[,ro]    virtio-blk disk on virtio-pci (io_uring backend); ,ro = read-only\n"
+		"      --halt-check-us N   with --sched vmm: how often to look for vCPUs halted in the host\n"
+		"                          kernel, whose slots are then given away; 0 = never (default 1000)\n"
 		"      --cpuid-mask LIST   hide CPU features: cx16, xsave, avx, x2apic, tsc-deadline, kvm,\n"
 		"                          none, auto (default auto: cx16,xsave on kvm_pvm hosts, else none)\n"
 		"                          The console is raw while the guest runs; Ctrl-a x quits (status 130).\n"
@@ -98,7 +101,7 @@ enum {
 	OPT_DURATION, OPT_TIMEOUT, OPT_JSON, OPT_SCHED, OPT_PCPUS, OPT_VMS, OPT_YIELD,
 	OPT_SPIN_DETECT, OPT_SLICE, OPT_PLE_WINDOW, OPT_SAFE_POINT, OPT_DEFER, OPT_PV_SPINLOCK,
 	OPT_PV_SHOOTDOWN, OPT_TRACE, OPT_PLE_TRACEPOINT, OPT_NO_SECCOMP,
-	OPT_CPUID_MASK, /* Linux guests */
+	OPT_CPUID_MASK, OPT_HALT_CHECK, /* Linux guests */
 };
 
 static const struct option run_opts[] = {
@@ -132,6 +135,7 @@ static const struct option run_opts[] = {
 	{ "params", required_argument, 0, 'p' },
 	{ "disk", required_argument, 0, 'd' },
 	{ "cpuid-mask", required_argument, 0, OPT_CPUID_MASK },
+	{ "halt-check-us", required_argument, 0, OPT_HALT_CHECK },
 	{ "quiet", no_argument, 0, 'q' },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
@@ -185,6 +189,7 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 	uint64_t v;
 	char names[128];
 	int c, r;
+	bool linux_only = false; /* an option that only a Linux guest takes */
 
 	/* 0, not 1: glibc then also forgets a half-read option cluster ("-qc")
 	 * of an earlier call, which pointed into that call's (maybe freed) argv */
@@ -244,7 +249,6 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			break;
 		case OPT_JSON: cfg->json_path = arg; break;
 		case OPT_SCHED:
-			cfg->sched_explicit = true;
 			if (!strcmp(arg, "vmm"))
 				cfg->sched_mode = SCHED_MODE_VMM;
 			else if (!strcmp(arg, "host"))
@@ -322,6 +326,12 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			cfg->disk_read_only = ro;
 			break;
 		}
+		case OPT_HALT_CHECK:
+			linux_only = true;
+			r = parse_u32_opt("--halt-check-us", arg, 0, 1000000, &cfg->halt_check_us, err, errlen);
+			if (r)
+				return r;
+			break;
 		case OPT_CPUID_MASK:
 			if ((r = x86_cpuid_mask_parse(arg, &cfg->cpuid_mask, err, errlen)))
 				return r;
@@ -342,14 +352,15 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			return parse_fail(err, errlen, "--vms: a Linux guest runs alone (it owns the console)");
 		if (!cfg->cmdline)
 			cfg->cmdline = "console=ttyS0";
-		if (!cfg->sched_explicit)
-			cfg->sched_mode = SCHED_MODE_HOST; /* halts happen in the host kernel: see README */
+		/* Safe points are a contract with our firmware's locks (the shared
+		 * page); Linux never reads it, so a deferral would only delay. */
+		cfg->safe_point = false;
 		if (cfg->timeout_ms == TIMEOUT_AUTO)
 			cfg->timeout_ms = 0; /* an OS runs until it powers off */
 		return CLI_OK;
 	}
-	if (cfg->initrd_path || cfg->cmdline || cfg->disk_path)
-		return parse_fail(err, errlen, "--initrd, --params and --disk need --kernel");
+	if (cfg->initrd_path || cfg->cmdline || cfg->disk_path || linux_only)
+		return parse_fail(err, errlen, "--initrd, --params, --disk and --halt-check-us need --kernel");
 	if (cfg->timeout_ms == TIMEOUT_AUTO)
 		cfg->timeout_ms = 2ull * cfg->duration_ms + TIMEOUT_MARGIN_MS;
 	else if (cfg->timeout_ms && cfg->timeout_ms <= cfg->duration_ms && !cfg->firmware_path)

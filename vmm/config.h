@@ -38,6 +38,7 @@ struct vm_config {
 	const char *policy;
 	unsigned spin_detect;
 	uint32_t slice_us, ple_window_us, defer_us;
+	uint32_t halt_check_us; /* Linux guests: how often to look for in-kernel halts; 0: never */
 	bool safe_point;
 	bool pv_spinlock;
 	bool pv_shootdown;
@@ -53,7 +54,6 @@ struct vm_config {
 	bool disk_read_only;       /* -d FILE,ro */
 	char disk_path_buf[4096];  /* disk_path without its ",ro" */
 	unsigned cpuid_mask;  /* CPUID_MASK_* (vcpu/x86_cpuid_kvm.h); CPUID_MASK_AUTO: from the host */
-	bool sched_explicit;  /* --sched was given (Linux guests default to host) */
 };
 
 void vm_config_defaults(struct vm_config *cfg);

@@ -1,4 +1,5 @@
 #include "vmm/report.h"
+#include "vmm/vm_linux.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -46,6 +47,8 @@ static void add_stats(struct sched_vcpu_stats *t, const struct sched_vcpu_stats 
 	t->kicks_received += x->kicks_received;
 	t->deferrals += x->deferrals;
 	t->deferrals_hard += x->deferrals_hard;
+	t->kernel_halts += x->kernel_halts;
+	t->unslotted_wakes += x->unslotted_wakes;
 	sched_hist_merge(&t->kick_latency, &x->kick_latency);
 }
 
@@ -122,7 +125,11 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 {
 	const struct vm_config *cfg = r->cfg;
 	const char *pl = cfg->ncpus == 1 ? "" : "s";
-	if (cfg->firmware_path)
+	const struct vm_linux *lx = r->vms_created ? r->vms[0].linux_guest : NULL;
+	if (cfg->kernel_path)
+		fprintf(out, "\n== vmm %s: linux %s, %u vCPU%s", VMM_VERSION,
+			lx && lx->bz.kernel_version[0] ? lx->bz.kernel_version : cfg->kernel_path, cfg->ncpus, pl);
+	else if (cfg->firmware_path)
 		fprintf(out, "\n== vmm %s: guest %s, %u vCPU%s", VMM_VERSION, cfg->firmware_path, cfg->ncpus, pl);
 	else
 		fprintf(out, "\n== vmm %s: %s, lock %s, %u vCPU%s", VMM_VERSION, cfg->workload, cfg->lock,
@@ -139,6 +146,19 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 			(cfg->spin_detect & SPIN_DETECT_HINT) ? " hint" : "",
 			(cfg->spin_detect & SPIN_DETECT_YIELD) ? " yield" : "", cfg->slice_us, cfg->ple_window_us,
 			cfg->safe_point ? "on" : "off", cfg->defer_us);
+	if (cfg->kernel_path && cfg->sched_mode == SCHED_MODE_VMM) {
+		if (cfg->halt_check_us && !r->halt_note[0])
+			fprintf(out, "halts      checked every %uus: %llu parked in the host kernel, %llu woke with no slot free\n",
+				cfg->halt_check_us, (unsigned long long)s->st_all.kernel_halts,
+				(unsigned long long)s->st_all.unslotted_wakes);
+		else
+			fprintf(out, "halts      not checked: %s\n",
+				r->halt_note[0] ? r->halt_note : "--halt-check-us 0, a halted vCPU keeps its slot");
+	}
+	if (lx) {
+		fprintf(out, "cpuid      %s\n", lx->mask_note);
+		fprintf(out, "kvm pv     %s; %s\n", lx->pv_note, lx->vmcall_note);
+	}
 	if (r->ple_note[0])
 		fprintf(out, "note       --spin-detect ple: %s\n", r->ple_note);
 	fprintf(out, "seccomp    %s\n", cfg->no_seccomp ? "off (--no-seccomp)" : "on (vcpu, loop filters)");

@@ -3,6 +3,35 @@
 
 #include "vmm/json_writer.h"
 #include "vmm/report.h"
+#include "vmm/vm_linux.h"
+
+/* A Linux guest: what it was booted with, and what CPUID offered it and why. */
+static void json_linux(struct json *j, const struct run *r)
+{
+	const struct vm_config *cfg = r->cfg;
+	const struct vm_linux *lx = r->vms_created ? r->vms[0].linux_guest : NULL;
+	if (!cfg->kernel_path)
+		return;
+	json_obj(j, "linux");
+	json_str(j, "kernel", cfg->kernel_path);
+	if (lx && lx->bz.kernel_version[0])
+		json_str(j, "kernel_version", lx->bz.kernel_version);
+	if (cfg->initrd_path)
+		json_str(j, "initrd", cfg->initrd_path);
+	json_str(j, "cmdline", cfg->cmdline);
+	if (cfg->disk_path) {
+		json_str(j, "disk", cfg->disk_path);
+		json_bool(j, "disk_read_only", cfg->disk_read_only);
+	}
+	if (lx) {
+		json_str(j, "cpuid_mask", lx->mask_note);
+		json_i64(j, "vmcall_probe", lx->vmcall_ok);
+		json_str(j, "vmcall_note", lx->vmcall_note);
+		json_u64(j, "kvm_pv_features", lx->cpuid.kvm_features);
+		json_str(j, "kvm_pv_note", lx->pv_note);
+	}
+	json_end_obj(j);
+}
 
 static void json_config(struct json *j, const struct run *r)
 {
@@ -12,8 +41,8 @@ static void json_config(struct json *j, const struct run *r)
 	json_u64(j, "vms", r->nvms);
 	json_u64(j, "mem_bytes", cfg->mem_bytes);
 	json_str(j, "firmware", cfg->firmware_path ? cfg->firmware_path : "bundled");
-	json_str(j, "workload", cfg->workload);
-	json_str(j, "lock", cfg->lock);
+	json_str(j, "workload", cfg->kernel_path ? "linux" : cfg->workload);
+	json_str(j, "lock", cfg->kernel_path ? "none" : cfg->lock);
 	json_u64(j, "cs_cycles", cfg->cs_cycles);
 	json_u64(j, "work_cycles", cfg->work_cycles);
 	json_u64(j, "spin_threshold", cfg->spin_threshold);
@@ -45,7 +74,12 @@ static void json_config(struct json *j, const struct run *r)
 	json_u64(j, "ple_window_us", cfg->ple_window_us);
 	json_bool(j, "safe_point", cfg->safe_point);
 	json_u64(j, "defer_us", cfg->defer_us);
+	json_u64(j, "halt_check_us", cfg->kernel_path && cfg->sched_mode == SCHED_MODE_VMM && !r->halt_note[0] ?
+			cfg->halt_check_us : 0);
+	if (r->halt_note[0])
+		json_str(j, "halt_note", r->halt_note);
 	json_end_obj(j);
+	json_linux(j, r);
 	json_end_obj(j);
 }
 
@@ -78,6 +112,8 @@ static void json_sched(struct json *j, const struct sched_vcpu_stats *st)
 	json_u64(j, "kicks_received", st->kicks_received);
 	json_u64(j, "deferrals", st->deferrals);
 	json_u64(j, "deferrals_hard", st->deferrals_hard);
+	json_u64(j, "kernel_halts", st->kernel_halts);
+	json_u64(j, "unslotted_wakes", st->unslotted_wakes);
 	json_obj(j, "kick_latency_ns");
 	json_u64(j, "count", st->kick_latency.count);
 	json_u64(j, "p50", sched_hist_percentile(&st->kick_latency, 50));

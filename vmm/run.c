@@ -74,6 +74,8 @@ static int create_sched(struct run *r, struct vm_error *err)
 		.nvms = (int)r->nvms,
 		.vm_of = vm_of,
 		.seed = 0x5eed,
+		/* Linux halts inside KVM_RUN (in-kernel irqchip): parking */
+		.halt_check_ns = !host && cfg->kernel_path ? (uint64_t)cfg->halt_check_us * 1000 : 0,
 	};
 	if (cfg->trace_path) {
 		r->trace = trace_create(TRACE_MAX_EVENTS);
@@ -116,8 +118,15 @@ static void wire_vcpus(struct run *r)
 			struct sched_glue *g = &r->glue[base + (int)i];
 			*g = (struct sched_glue){ .vm = vm, .vcpu = i, .base = base };
 			sched_set_vcpu(r->sched, base + (int)i, &sched_glue_ops, g);
+			int e = vm->vcpus[i].stats_err;
+			if (vm->linux_guest && !host && r->cfg->halt_check_us && e && !r->halt_note[0])
+				snprintf(r->halt_note, sizeof(r->halt_note),
+					 "no KVM binary stats (%s): a halted vCPU keeps its slot until its slice ends",
+					 e == -ENOENT ? "no `blocking` stat" : strerror(-e));
 		}
 	}
+	if (r->halt_note[0])
+		fprintf(stderr, "vmm: --halt-check-us: %s\n", r->halt_note);
 }
 
 int run_create(struct run *r, const struct vm_config *cfg, struct kvm_host *kvm, struct vm_error *err)
@@ -361,10 +370,19 @@ static int sandbox_loop(struct run *r, struct loop_ctx *c)
 	unsigned nr = 0;
 	for (unsigned g = 0; rfd && r->ple && g < r->nvcpus; g++)
 		rfd[nr++] = r->ple[g].w.fd;
-	struct seccomp_fds f = { .write = wfd, .nwrite = 4, .read = rfd, .nread = nr,
-				 .uring = c->loop.ring.ring_fd };
-	int rc = rfd ? seccomp_enter_loop(&f) : -ENOMEM;
+	int *sfd = calloc(r->nvcpus, sizeof(int));
+	unsigned ns = 0;
+	for (unsigned g = 0; sfd && g < r->nvcpus; g++) {
+		unsigned i;
+		const struct vm *vm = run_vm_of(r, g, &i);
+		if (vm->vcpus[i].stats.fd >= 0)
+			sfd[ns++] = vm->vcpus[i].stats.fd;
+	}
+	struct seccomp_fds f = { .write = wfd, .nwrite = 4, .read = rfd, .nread = nr, .pread = sfd,
+				 .npread = ns, .uring = c->loop.ring.ring_fd };
+	int rc = rfd && sfd ? seccomp_enter_loop(&f) : -ENOMEM;
 	free(rfd);
+	free(sfd);
 	if (rc)
 		fprintf(stderr, "vmm: seccomp: cannot install the event loop's filter: %s\n", strerror(-rc));
 	return rc;

@@ -30,6 +30,7 @@ struct run {
 	cpu_set_t cpus; /* the CPUs slots are tied to, or host mode confines to */
 	struct trace *trace;
 	char ple_note[200]; /* why PLE spin detection cannot work here, if it cannot */
+	char halt_note[160]; /* why halted Linux vCPUs cannot be parked, if they cannot */
 	bool ple_on;              /* watch a tracepoint per vCPU thread */
 	struct ple_source *ple;   /* [nvcpus] while the run lasts */
 	uint64_t ple_events;      /* exits the watches saw */

@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "hypercalls/abi.h"
+#include "vcpu/kvm_stats.h"
 
 static struct vmm_shared_page *page(const struct sched_glue *g)
 {
@@ -58,6 +59,14 @@ static void set_preempt_pending(void *opaque, bool on)
 	__atomic_store_n(&page(opaque)->preempt_pending, on, __ATOMIC_RELEASE);
 }
 
+/* KVM's `blocking` stat: 1 while a guest HLT sleeps in the host kernel. */
+static bool blocked_in_kernel(void *opaque)
+{
+	struct sched_glue *g = opaque;
+	uint64_t b = 0;
+	return kvm_stats_read(&g->vm->vcpus[g->vcpu].stats, KVM_STAT_BLOCKING, &b) == 0 && b;
+}
+
 const struct sched_vcpu_ops sched_glue_ops = {
 	.force_exit = force_exit,
 	.spinning_since_ns = spinning_since_ns,
@@ -65,6 +74,7 @@ const struct sched_vcpu_ops sched_glue_ops = {
 	.waiting_for = waiting_for,
 	.set_preempted = set_preempted,
 	.set_preempt_pending = set_preempt_pending,
+	.blocked_in_kernel = blocked_in_kernel,
 };
 
 int sched_glue_host_cpus(unsigned want, int *cpus, unsigned max, cpu_set_t *set)

@@ -263,6 +263,23 @@ int seccomp_enter_vcpu(int vcpu_fd, unsigned vcpu_id)
 	return rc;
 }
 
+/* One rule per fd; past a few hundred, every fd from the lowest one on. */
+static int fd_rules(scmp_filter_ctx ctx, int nr, const int *fds, unsigned n)
+{
+	int rc = 0, lo = -1;
+	for (unsigned i = 0; i < n; i++) {
+		if (fds[i] < 0)
+			continue;
+		if (lo < 0 || fds[i] < lo)
+			lo = fds[i];
+		if (n <= MAX_READ_RULES)
+			rc |= rule(ctx, nr, 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)fds[i]));
+	}
+	if (n > MAX_READ_RULES && lo >= 0)
+		rc |= rule(ctx, nr, 1, SCMP_A0_32(SCMP_CMP_GE, (uint32_t)lo));
+	return rc;
+}
+
 int seccomp_enter_loop(const struct seccomp_fds *f)
 {
 	name_thread("loop", 0);
@@ -272,18 +289,8 @@ int seccomp_enter_loop(const struct seccomp_fds *f)
 	int rc = common_rules(ctx, f->write, f->nwrite);
 	if (f->uring >= 0)
 		rc |= rule(ctx, SCMP_SYS(io_uring_enter), 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)f->uring));
-	/* PLE perf counters; past a few hundred, every fd from the first one on */
-	int lo = -1;
-	for (unsigned i = 0; i < f->nread; i++) {
-		if (f->read[i] < 0)
-			continue;
-		if (lo < 0 || f->read[i] < lo)
-			lo = f->read[i];
-		if (f->nread <= MAX_READ_RULES)
-			rc |= rule(ctx, SCMP_SYS(read), 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)f->read[i]));
-	}
-	if (f->nread > MAX_READ_RULES && lo >= 0)
-		rc |= rule(ctx, SCMP_SYS(read), 1, SCMP_A0_32(SCMP_CMP_GE, (uint32_t)lo));
+	rc |= fd_rules(ctx, SCMP_SYS(read), f->read, f->nread);   /* PLE perf counters */
+	rc |= fd_rules(ctx, SCMP_SYS(pread64), f->pread, f->npread); /* KVM stats */
 	/* the report (stdio checks its streams) and the tear-down */
 	rc |= ALLOW(close);
 	rc |= ALLOW(fstat);

@@ -20,8 +20,9 @@
  * virtio-blk's interrupt lines are driven from vCPU threads and from the
  * loop), io_uring_enter on the virtio-blk backend's ring (a queue kick
  * submits from the vCPU thread, completions resubmit from the loop), and
- * on the loop: read on that backend's eventfd, and the console on fd 0
- * (read, and the terminal ioctls that restore cooked mode).
+ * on the loop: read on that backend's eventfd, the console on fd 0 (read,
+ * and the terminal ioctls that restore cooked mode), and pread64 on each
+ * vCPU's KVM stats fd (the co-scheduler's halt check runs on the loop).
  *
  * Test hook: VMM_TEST_SECCOMP_VIOLATE=vcpu|loop makes that thread (vCPU 0
  * for vcpu) call socket(2), which no filter allows, right after installing
@@ -38,6 +39,8 @@ struct seccomp_fds {
 	unsigned nwrite;
 	const int *read; /* read(2) (PLE perf counters) */
 	unsigned nread;
+	const int *pread; /* pread64(2) (Linux guests: KVM's per-vCPU stats for parking) */
+	unsigned npread;
 	int uring;       /* io_uring_enter(2), -1: none */
 };
 
