@@ -25,7 +25,7 @@ all: deps $(VMM) test-guests
 # Debian packages this project needs: the libraries it links, and the tools
 # the tests use. Installed with apt-get when missing (we run as root), or one
 # line naming the command.
-DEB_PKGS := libfdt-dev libseccomp-dev liburing-dev python3 gnuplot-nox clang libclang-rt-14-dev
+DEB_PKGS := libfdt-dev libseccomp-dev liburing-dev python3 gnuplot-nox clang libclang-rt-14-dev acpica-tools
 deps:
 	@./tests/deps.sh $(DEB_PKGS)
 

@@ -102,13 +102,20 @@ int pci_bus_register(struct pci_bus *bus, struct io_bus *pio, struct io_bus *mmi
 	return r;
 }
 
+int pci_bus_next_slot(const struct pci_bus *bus)
+{
+	for (unsigned s = 1; s < PCI_MAX_SLOTS; s++)
+		if (!bus->dev[s])
+			return (int)s;
+	return -ENOSPC;
+}
+
 int pci_bus_add(struct pci_bus *bus, struct pci_device *d, unsigned *slot)
 {
-	unsigned s;
-	for (s = 1; s < PCI_MAX_SLOTS && bus->dev[s]; s++)
-		;
-	if (s == PCI_MAX_SLOTS)
-		return -ENOSPC;
+	int free_slot = pci_bus_next_slot(bus);
+	if (free_slot < 0)
+		return free_slot;
+	unsigned s = (unsigned)free_slot;
 	uint64_t next = bus->mmio_next;
 	for (unsigned i = 0; i < PCI_NUM_BARS; i++) {
 		uint32_t size = d->bar[i].size;

@@ -29,6 +29,18 @@
 #define PCI_MMIO_DEFAULT_BASE 0xe0000000ull
 #define PCI_MMIO_DEFAULT_SIZE 0x10000000ull
 
+/*
+ * INTx routing of this board, which the DSDT's _PRT describes to the guest:
+ * slot s, pin p (0 = INTA#) raises IOAPIC input 16 + (s + p) % 8. Inputs
+ * 16-23 are the in-kernel IOAPIC's PCI lines (no ISA device, no PIC).
+ */
+#define PCI_INTX_GSI_BASE 16
+#define PCI_INTX_GSI_COUNT 8
+static inline unsigned pci_intx_gsi(unsigned slot, unsigned pin)
+{
+	return PCI_INTX_GSI_BASE + (slot + pin) % PCI_INTX_GSI_COUNT;
+}
+
 /* Config-space offsets and bits used here. */
 #define PCI_VENDOR_ID 0x00
 #define PCI_DEVICE_ID 0x02
@@ -94,6 +106,8 @@ void pci_dev_init(struct pci_device *d, uint16_t vendor, uint16_t device, uint32
 int pci_dev_set_bar(struct pci_device *d, unsigned idx, uint32_t size, io_handler_fn fn, void *opaque);
 /* Appends a capability (its first two bytes are rewritten as id/next); returns its offset or 0. */
 unsigned pci_dev_add_cap(struct pci_device *d, const void *cap, unsigned len);
+/* The slot the next pci_bus_add will use, or -ENOSPC. */
+int pci_bus_next_slot(const struct pci_bus *bus);
 /* Puts d in the first free slot (1..31), places its BARs in the window; -ENOSPC. */
 int pci_bus_add(struct pci_bus *bus, struct pci_device *d, unsigned *slot);
 /* Takes d off the bus (waits for accesses in progress to finish). */

@@ -2,6 +2,9 @@
 
 #include <string.h>
 
+#include "devices/pci_bus.h"
+#include "vmm/aml.h"
+
 #define HDR_LEN 36
 #define FADT_LEN 276 /* ACPI 6.x FADT, with the sleep control/status registers */
 #define FADT_HW_REDUCED_ACPI (1u << 20)
@@ -51,13 +54,72 @@ static void gas_io8(uint8_t *g, uint16_t port)
 	put64(g + 4, port);
 }
 
-size_t acpi_build(uint8_t *mem, uint64_t gpa, size_t room, unsigned ncpus, uint64_t *rsdp)
+size_t acpi_dsdt_aml(uint8_t *buf, size_t cap, const struct acpi_pci *pci)
 {
-	/* Name (_S5, Package () { 5, 0 }) */
-	static const uint8_t dsdt_aml[] = { 0x08, '_', 'S', '5', '_', 0x12, 0x05, 0x02, 0x0a, ACPI_SLP_TYP_S5, 0x00 };
+	struct aml a;
+	aml_init(&a, buf, cap);
+	/* Name (_S5, Package () { 5, 0 }): SLP_TYP for the sleep control register */
+	aml_name(&a, "_S5_");
+	size_t pkg = aml_package(&a, 2);
+	aml_integer(&a, ACPI_SLP_TYP_S5);
+	aml_integer(&a, 0);
+	aml_end(&a, pkg);
+
+	size_t sb = aml_scope(&a, "\\_SB_");
+	size_t dev = aml_device(&a, "PCI0");
+	aml_name(&a, "_HID");
+	aml_eisaid(&a, "PNP0A03");
+	aml_name(&a, "_UID");
+	aml_integer(&a, 0);
+	aml_name(&a, "_SEG");
+	aml_integer(&a, 0);
+	aml_name(&a, "_BBN");
+	aml_integer(&a, 0);
+
+	/* What the bridge decodes: bus 0, its own config ports, all other I/O
+	 * ports (the legacy devices' too, as on a PC), the MMIO window. */
+	uint8_t res[128];
+	struct aml r;
+	aml_init(&r, res, sizeof(res));
+	aml_res_word_bus(&r, 0, 0);
+	aml_res_io(&r, PCI_CONFIG_ADDR_PORT, 8);
+	aml_res_word_io(&r, 0x0000, PCI_CONFIG_ADDR_PORT - 1);
+	aml_res_word_io(&r, PCI_CONFIG_DATA_PORT + 4, 0xffff);
+	aml_res_dword_mem(&r, pci->mmio_base, pci->mmio_base + (pci->mmio_size - 1));
+	aml_res_end(&r);
+	if (r.overflow)
+		return 0;
+	aml_name(&a, "_CRS");
+	aml_buffer(&a, res, r.len);
+
+	/* Package { address (slot << 16 | 0xFFFF: any function), pin, 0, GSI } */
+	aml_name(&a, "_PRT");
+	size_t prt = aml_package(&a, (PCI_MAX_SLOTS - 1) * 4);
+	for (unsigned slot = 1; slot < PCI_MAX_SLOTS; slot++)
+		for (unsigned pin = 0; pin < 4; pin++) {
+			size_t e = aml_package(&a, 4);
+			aml_integer(&a, (uint64_t)slot << 16 | 0xffff);
+			aml_integer(&a, pin);
+			aml_integer(&a, 0); /* no link device: the last field is a GSI */
+			aml_integer(&a, pci_intx_gsi(slot, pin));
+			aml_end(&a, e);
+		}
+	aml_end(&a, prt);
+	aml_end(&a, dev);
+	aml_end(&a, sb);
+	return a.overflow || a.bad_name ? 0 : a.len;
+}
+
+size_t acpi_build(uint8_t *mem, uint64_t gpa, size_t room, unsigned ncpus, const struct acpi_pci *pci,
+		  uint64_t *rsdp)
+{
+	uint8_t dsdt_aml[4096];
+	size_t aml_len = acpi_dsdt_aml(dsdt_aml, sizeof(dsdt_aml), pci);
+	if (!aml_len)
+		return 0;
 	size_t madt_len = HDR_LEN + 8 + (size_t)ncpus * 8 + 12;
 	uint64_t rsdp_at = gpa, xsdt_at = gpa + 48, fadt_at = xsdt_at + HDR_LEN + 16;
-	uint64_t dsdt_at = fadt_at + FADT_LEN, madt_at = (dsdt_at + HDR_LEN + sizeof(dsdt_aml) + 15) & ~15ull;
+	uint64_t dsdt_at = fadt_at + FADT_LEN, madt_at = (dsdt_at + HDR_LEN + aml_len + 15) & ~15ull;
 	size_t used = (size_t)(madt_at + madt_len - gpa);
 	if (used > room || ncpus > 255)
 		return 0;
@@ -91,8 +153,8 @@ size_t acpi_build(uint8_t *mem, uint64_t gpa, size_t room, unsigned ncpus, uint6
 	seal(f);
 
 	uint8_t *d = mem + dsdt_at;
-	header(d, "DSDT", (uint32_t)(HDR_LEN + sizeof(dsdt_aml)), 2);
-	memcpy(d + HDR_LEN, dsdt_aml, sizeof(dsdt_aml));
+	header(d, "DSDT", (uint32_t)(HDR_LEN + aml_len), 2);
+	memcpy(d + HDR_LEN, dsdt_aml, aml_len);
 	seal(d);
 
 	uint8_t *m = mem + madt_at;

@@ -114,7 +114,9 @@ int vm_linux_load(struct vm *vm, struct vm_error *err)
 		}
 	}
 
-	size_t acpi_len = acpi_build(vm->mem, LINUX_ACPI_GPA, LINUX_HIGH_MEM - LINUX_ACPI_GPA, cfg->ncpus, &l->acpi_rsdp);
+	const struct acpi_pci pci = { .mmio_base = PCI_MMIO_DEFAULT_BASE, .mmio_size = PCI_MMIO_DEFAULT_SIZE };
+	size_t acpi_len = acpi_build(vm->mem, LINUX_ACPI_GPA, LINUX_HIGH_MEM - LINUX_ACPI_GPA, cfg->ncpus, &pci,
+				     &l->acpi_rsdp);
 	if (!acpi_len) {
 		free(img);
 		free(initrd);
@@ -147,7 +149,7 @@ int vm_linux_load(struct vm *vm, struct vm_error *err)
 static void blk_irq(void *opaque, int level)
 {
 	struct vm *vm = opaque;
-	struct kvm_irq_level irq = { .irq = LINUX_VIRTIO_BLK_IRQ, .level = (uint32_t)level };
+	struct kvm_irq_level irq = { .irq = vm->linux_guest->blk_gsi, .level = (uint32_t)level };
 	ioctl(vm->fd, KVM_IRQ_LINE, &irq);
 }
 
@@ -172,7 +174,12 @@ static int linux_pci(struct vm *vm, struct vm_error *err)
 	if (!cfg->disk_path)
 		return 0;
 	char why[200];
-	r = virtio_blk_pci_create(&l->pci, cfg->disk_path, cfg->disk_read_only, &l->gm, LINUX_VIRTIO_BLK_IRQ,
+	/* INTA# of the slot it gets, routed as the DSDT's _PRT says */
+	int slot = pci_bus_next_slot(&l->pci);
+	if (slot < 0)
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, slot, "PCI bus: no free slot");
+	l->blk_gsi = pci_intx_gsi((unsigned)slot, 0);
+	r = virtio_blk_pci_create(&l->pci, cfg->disk_path, cfg->disk_read_only, &l->gm, (uint8_t)l->blk_gsi,
 				  blk_irq, vm, &l->blk, why, sizeof(why));
 	if (r)
 		return vm_error_set(err, VMM_EXIT_USAGE, r, "--disk: %s", why);

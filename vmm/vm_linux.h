@@ -40,10 +40,9 @@ struct vm_linux {
 	struct pci_bus pci;        /* host bridge 00:00.0 and the devices behind it */
 	bool pci_ready;
 	struct virtio_blk_pci *blk; /* -d FILE */
+	unsigned blk_gsi;           /* its INTA# (pci_intx_gsi of its slot) */
 };
 
-/* INTx line of the virtio-blk function (ISA IRQs 5 and 10 are free on a PC). */
-#define LINUX_VIRTIO_BLK_IRQ 10
 
 /* After guest memory exists: probe, load, tables. 0 or negative with err filled. */
 int vm_linux_load(struct vm *vm, struct vm_error *err);

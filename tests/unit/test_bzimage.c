@@ -170,7 +170,8 @@ static void test_synthetic_bad(void)
 static void test_acpi(uint8_t *mem)
 {
 	uint64_t rsdp = 0;
-	size_t n = acpi_build(mem, LINUX_ACPI_GPA, LINUX_HIGH_MEM - LINUX_ACPI_GPA, 4, &rsdp);
+	const struct acpi_pci pci = { 0xe0000000u, 0x10000000u };
+	size_t n = acpi_build(mem, LINUX_ACPI_GPA, LINUX_HIGH_MEM - LINUX_ACPI_GPA, 4, &pci, &rsdp);
 	CHECK(n > 0 && rsdp == LINUX_ACPI_GPA);
 	CHECK(!memcmp(mem + rsdp, "RSD PTR ", 8));
 	uint8_t s = 0;
@@ -208,12 +209,13 @@ static void test_acpi(uint8_t *mem)
 			uint64_t dsdt = r64(mem, t + 140);
 			CHECK(!memcmp(mem + dsdt, "DSDT", 4));
 			CHECK(memmem(mem + dsdt, r32(mem, dsdt + 4), "_S5_", 4) != NULL);
+			CHECK(memmem(mem + dsdt, r32(mem, dsdt + 4), "PCI0", 4) != NULL);
 		}
 	}
 	CHECK_EQ(nmadt, 1);
 	CHECK_EQ(nfadt, 1);
-	CHECK_EQ(acpi_build(mem, LINUX_ACPI_GPA, 64, 4, &rsdp), 0); /* too little room */
-	CHECK_EQ(acpi_build(mem, LINUX_ACPI_GPA, 0x20000, 300, &rsdp), 0);
+	CHECK_EQ(acpi_build(mem, LINUX_ACPI_GPA, 64, 4, &pci, &rsdp), 0); /* too little room */
+	CHECK_EQ(acpi_build(mem, LINUX_ACPI_GPA, 0x20000, 300, &pci, &rsdp), 0);
 }
 
 /* A real kernel, and corrupted copies: accepted-and-loaded or refused, never a crash. */
