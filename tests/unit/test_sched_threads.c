@@ -325,11 +325,102 @@ static void test_pinning(void)
 	cur_case[0] = 0;
 }
 
+/* ---- parking: vCPUs that halt inside "KVM_RUN" (the kernel irqchip case) ---- */
+
+static atomic_int halted[MAXV], blocked_now[MAXV];
+
+static bool fv_blocked(void *opaque)
+{
+	return atomic_load(&blocked_now[((struct fv *)opaque)->id]);
+}
+
+static const struct sched_vcpu_ops fv_halt_ops = { .force_exit = fv_force_exit, .blocked_in_kernel = fv_blocked };
+
+static void *halter_main(void *arg)
+{
+	struct fv *f = arg;
+	int r = sched_vcpu_enter(f->s, f->id);
+	while (r == 0) {
+		/* one "KVM_RUN": blocked while the guest is halted, else running */
+		if (atomic_load(&halted[f->id])) {
+			atomic_store(&blocked_now[f->id], 1);
+			while (atomic_load(&halted[f->id]) && !atomic_load(&f->force) && !atomic_load(&stop_flag))
+				sleep_ms(0);
+			atomic_store(&blocked_now[f->id], 0);
+		}
+		long n = 0;
+		while (!atomic_load(&halted[f->id]) && !atomic_load_explicit(&f->force, memory_order_acquire) &&
+		       !atomic_load(&stop_flag) && ++n % 4096)
+			atomic_fetch_add_explicit(&f->progress, 1, memory_order_relaxed);
+		atomic_store(&f->force, 0);
+		if (sched_vcpu_after_exit(f->s, f->id))
+			r = sched_vcpu_yield_slot(f->s, f->id);
+		else if (atomic_load(&stop_flag))
+			break;
+	}
+	atomic_store(&f->result, r);
+	sched_vcpu_done(f->s, f->id);
+	return NULL;
+}
+
+static void test_parking(void)
+{
+	snprintf(cur_case, sizeof(cur_case), " in parking");
+	const int n = 4;
+	struct sched_params p = { .nvcpus = n, .npcpus = 1, .policy = "none", .slice_ns = 2000000,
+				  .halt_check_ns = 500000 };
+	const char *why = NULL;
+	struct sched *s = sched_create(&p, &why);
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	atomic_store(&stop_flag, 0);
+	for (int v = 0; v < n; v++) {
+		memset(&fvs[v], 0, sizeof(fvs[v]));
+		fvs[v].id = v;
+		fvs[v].s = s;
+		atomic_store(&halted[v], v > 0); /* the APs wait for their start-up IPI */
+		atomic_store(&blocked_now[v], 0);
+		sched_set_vcpu(s, v, &fv_halt_ops, &fvs[v]);
+	}
+	sched_start(s);
+	CHECK(sched_run_timer_thread(s) == 0);
+	for (int v = 0; v < n; v++)
+		pthread_create(&fvs[v].th, NULL, halter_main, &fvs[v]);
+	sleep_ms(120);
+	struct sched_vcpu_stats st[MAXV];
+	uint64_t total = 0;
+	for (int v = 0; v < n; v++) {
+		sched_stats(s, v, &st[v]);
+		total += st[v].ns_running;
+	}
+	CHECK(total > 0 && st[0].ns_running > total * 9 / 10);
+	for (int v = 1; v < n; v++)
+		CHECK(st[v].kernel_halts >= 1);
+	/* vCPU 1 wakes "in the kernel": it must get turns again */
+	long before = atomic_load(&fvs[1].progress);
+	atomic_store(&halted[1], 0);
+	sleep_ms(120);
+	CHECK(atomic_load(&fvs[1].progress) > before);
+	CHECK(atomic_load(&fvs[0].progress) > 0);
+	/* stop reaches the threads still halted in "KVM_RUN" */
+	atomic_store(&stop_flag, 1);
+	sched_stop(s);
+	for (int v = 0; v < n; v++) {
+		pthread_join(fvs[v].th, NULL);
+		int r = atomic_load(&fvs[v].result);
+		CHECK(r == 0 || r == -ECANCELED);
+	}
+	sched_destroy(s);
+	cur_case[0] = 0;
+}
+
 int main(void)
 {
 	test_single_thread();
 	test_pinning();
 	test_deadlock();
+	test_parking();
 	static const char *const pols[] = { "none", "random", "directed", "holder", "pv" };
 	for (size_t i = 0; i < sizeof(pols) / sizeof(pols[0]); i++) {
 		test_progress(pols[i], 2, 5, 1);
