@@ -1,7 +1,8 @@
 #!/bin/sh
-# Fetches Debian's cloud kernel and busybox-static once, caches them under
-# $BUILD/linux (never committed), and builds a small initramfs whose /init
-# prints a marker, mounts /proc and powers off. Prints the cache folder.
+# Fetches Debian's cloud kernel (with its virtio-blk modules) and
+# busybox-static once, caches them under $BUILD/linux (never committed), and
+# builds a small initramfs (mkinitramfs.py says what its /init does). Prints
+# the cache folder.
 # Exit 0: ready; 3: cannot download here (the caller skips with the reason).
 set -eu
 BUILD=${1:-build}
@@ -9,7 +10,10 @@ OUT="$BUILD/linux"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
-if [ ! -s "$OUT/vmlinuz" ]; then
+# virtio-blk and its transport are modules in Debian's cloud kernel
+# in load order (each one's .modinfo "depends" comes before it)
+MODS="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk"
+if [ ! -s "$OUT/vmlinuz" ] || [ ! -s "$OUT/modules/virtio_blk.ko" ]; then
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	cd "$tmp"
@@ -23,6 +27,16 @@ if [ ! -s "$OUT/vmlinuz" ]; then
 		exit 3
 	fi
 	dpkg-deb -x "$dep"_*.deb x
+	mkdir -p "$OUT/modules"
+	for m in $MODS; do
+		f=$(find x/lib/modules -name "$m.ko*" | head -1)
+		[ -n "$f" ] || { echo "module $m not in $dep" >&2; exit 3; }
+		case "$f" in
+		*.ko.xz) xz -dc "$f" >"$OUT/modules/$m.ko" ;;
+		*.ko.zst) zstd -qdc "$f" >"$OUT/modules/$m.ko" ;;
+		*) cp "$f" "$OUT/modules/$m.ko" ;;
+		esac
+	done
 	cp x/boot/vmlinuz-* "$OUT/vmlinuz.tmp" && mv "$OUT/vmlinuz.tmp" "$OUT/vmlinuz"
 	echo "$dep" >"$OUT/kernel-package"
 	cd - >/dev/null
@@ -34,7 +48,8 @@ if [ ! -s "$OUT/busybox" ]; then
 	cp "$tmp2/x/bin/busybox" "$OUT/busybox"
 	rm -rf "$tmp2"
 fi
-if [ ! -s "$OUT/initrd.img" ] || [ "$HERE/mkinitramfs.py" -nt "$OUT/initrd.img" ]; then
-	python3 "$HERE/mkinitramfs.py" "$OUT/busybox" "$OUT/initrd.img"
+if [ ! -s "$OUT/initrd.img" ] || [ "$HERE/mkinitramfs.py" -nt "$OUT/initrd.img" ] ||
+   [ "$OUT/modules/virtio_blk.ko" -nt "$OUT/initrd.img" ]; then
+	python3 "$HERE/mkinitramfs.py" "$OUT/busybox" "$OUT/initrd.img" "$OUT/modules" $MODS
 fi
 echo "$OUT"
