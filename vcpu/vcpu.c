@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "sched/sched.h"
+#include "vcpu/kvm_steal_time.h"
 #include "vcpu/x86_cpuid.h"
 
 static void kick_handler(int sig)
@@ -242,6 +243,27 @@ int vcpu_unblock_kick_in_run(int vcpu_fd)
 	return ioctl(vcpu_fd, KVM_SET_SIGNAL_MASK, &km) < 0 ? -errno : 0;
 }
 
+/*
+ * The slot goes back. While this thread waits for another, the guest's
+ * steal-time record (if it registered one) says the vCPU is preempted, and
+ * the wait is added to its steal time: see kvm_steal_time.h.
+ */
+static int yield_slot(struct vcpu *v, struct sched *s, int me)
+{
+	const struct hc_vm *hc = v->env->hc;
+	uint64_t gpa = 0;
+	bool st = hc && hc->mem && kvm_steal_time_gpa(v->fd, &gpa) == 0 &&
+		  kvm_steal_time_mark_preempted(hc->mem, hc->mem_size, gpa);
+	uint64_t t0 = st ? sched_now_ns() : 0;
+	int r = sched_vcpu_yield_slot(s, me);
+	if (st) {
+		uint64_t d = sched_now_ns() - t0;
+		if (kvm_steal_time_add(hc->mem, hc->mem_size, gpa, d))
+			v->steal_ns += d;
+	}
+	return r;
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
@@ -285,7 +307,7 @@ static void *vcpu_thread(void *arg)
 			break;
 		}
 		/* one atomic load unless the scheduler wants the slot back */
-		if (s && sched_vcpu_after_exit(s, me) && sched_vcpu_yield_slot(s, me) < 0) {
+		if (s && sched_vcpu_after_exit(s, me) && yield_slot(v, s, me) < 0) {
 			end_vcpu(v, VCPU_STOPPED, NULL);
 			break;
 		}

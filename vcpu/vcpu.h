@@ -89,6 +89,7 @@ struct vcpu {
 	 * otherwise, or where the kernel has none (stats_err says why). */
 	struct kvm_vcpu_stats stats;
 	int stats_err;
+	uint64_t steal_ns; /* added to the guest's steal-time record while held out of a slot */
 	bool regs_valid; /* regs/sregs captured when the vCPU ended abnormally */
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;

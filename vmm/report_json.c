@@ -161,6 +161,7 @@ static void json_vcpu(struct json *j, const struct run *r, const struct run_summ
 		json_u64(j, rep->e[k].key, rep->e[k].value);
 	json_end_obj(j);
 	json_exits(j, &v->exits);
+	json_u64(j, "steal_ns", v->steal_ns);
 	json_sched(j, &s->st[g]);
 	if (v->fault[0])
 		json_str(j, "fault", v->fault);

@@ -1,0 +1,58 @@
+#include "vcpu/kvm_steal_time.h"
+
+#include <asm/kvm_para.h>
+#include <errno.h>
+#include <linux/kvm.h>
+#include <stddef.h>
+#include <sys/ioctl.h>
+
+#define ST_SIZE sizeof(struct kvm_steal_time)
+
+int kvm_steal_time_gpa(int vcpu_fd, uint64_t *gpa)
+{
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry e;
+	} m = { .hdr.nmsrs = 1, .e.index = MSR_KVM_STEAL_TIME };
+	int n = ioctl(vcpu_fd, KVM_GET_MSRS, &m);
+	if (n < 0)
+		return -errno;
+	if (n != 1)
+		return -EOPNOTSUPP;
+	if (!(m.e.data & 1)) /* KVM_MSR_ENABLED */
+		return -ENOENT;
+	*gpa = m.e.data & KVM_STEAL_VALID_BITS;
+	return 0;
+}
+
+static struct kvm_steal_time *record(uint8_t *mem, uint64_t mem_size, uint64_t gpa)
+{
+	if (gpa % 64 || gpa > mem_size || mem_size - gpa < ST_SIZE)
+		return NULL;
+	return (struct kvm_steal_time *)(mem + gpa);
+}
+
+bool kvm_steal_time_mark_preempted(uint8_t *mem, uint64_t mem_size, uint64_t gpa)
+{
+	struct kvm_steal_time *st = record(mem, mem_size, gpa);
+	if (!st)
+		return false;
+	/* an OR: the guest may be setting KVM_VCPU_FLUSH_TLB beside it */
+	__atomic_fetch_or(&st->preempted, KVM_VCPU_PREEMPTED, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+bool kvm_steal_time_add(uint8_t *mem, uint64_t mem_size, uint64_t gpa, uint64_t ns)
+{
+	struct kvm_steal_time *st = record(mem, mem_size, gpa);
+	if (!st)
+		return false;
+	/* odd version while it changes, as KVM does: a reader retries */
+	uint32_t ver = __atomic_load_n(&st->version, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->version, ver | 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&st->steal, __atomic_load_n(&st->steal, __ATOMIC_RELAXED) + ns, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&st->version, (ver | 1) + 1, __ATOMIC_RELEASE);
+	return true;
+}

@@ -1,0 +1,26 @@
+/*
+ * KVM's steal-time record (MSR_KVM_STEAL_TIME), kept true under the
+ * co-scheduler. KVM fills it from the host scheduler's run delay, which
+ * never sees a vCPU thread that our scheduler holds out of KVM_RUN (it
+ * sleeps on a condition variable; it is not runnable). So the vCPU's own
+ * thread, while it waits for a slot, marks the vCPU preempted (what a
+ * Linux guest's vcpu_is_preempted() and PV TLB flush read) and afterwards
+ * adds the time it waited to `steal`, under the record's version protocol.
+ * KVM writes the record only when that same thread enters KVM_RUN (and
+ * clears `preempted` there), so the two writers never overlap.
+ */
+#ifndef VMM_VCPU_KVM_STEAL_TIME_H
+#define VMM_VCPU_KVM_STEAL_TIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Where the guest registered its record: 0 and *gpa, -ENOENT if it has not
+ * (or turned it off), or -errno from KVM_GET_MSRS. */
+int kvm_steal_time_gpa(int vcpu_fd, uint64_t *gpa);
+
+/* Both check that the 64-byte record lies inside guest RAM; false if not. */
+bool kvm_steal_time_mark_preempted(uint8_t *mem, uint64_t mem_size, uint64_t gpa);
+bool kvm_steal_time_add(uint8_t *mem, uint64_t mem_size, uint64_t gpa, uint64_t ns);
+
+#endif
