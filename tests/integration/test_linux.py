@@ -73,6 +73,10 @@ def test_linux_malformed_images_are_usage_errors():
         assert r.rc == 2 and "unknown feature" in r.stderr, r
         r = harness.vmm("-i", junk, json_report=False)
         assert r.rc == 2 and "need --kernel" in r.stderr, r
+        r = harness.vmm("--halt-check-us", "500", json_report=False)
+        assert r.rc == 2 and "need --kernel" in r.stderr, r
+        r = harness.vmm("-k", junk, "--halt-check-us", "-1", json_report=False)
+        assert r.rc == 2 and "--halt-check-us" in r.stderr, r
         vmlinuz, _ = kernel()
         with open(vmlinuz, "rb") as f:
             img = bytearray(f.read())
