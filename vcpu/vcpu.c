@@ -174,6 +174,54 @@ static bool handle_mmio(struct vcpu *v)
 	return true;
 }
 
+/* The bytes KVM could not emulate, when it says: ": insn 48 0f ae 2f ...", or "". */
+static const char *emulation_insn(const struct kvm_run *run, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (run->emulation_failure.ndata < 3 ||
+	    !(run->emulation_failure.flags & KVM_INTERNAL_ERROR_EMULATION_FLAG_INSTRUCTION_BYTES))
+		return buf;
+	unsigned n = run->emulation_failure.insn_size;
+	if (n > 8)
+		n = 8; /* enough to name the instruction */
+	size_t at = (size_t)snprintf(buf, len, ": insn");
+	for (unsigned i = 0; i < n && at + 4 < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, " %02x", run->emulation_failure.insn_bytes[i]);
+	return buf;
+}
+
+/* kvm_pvm emulates guest CPL0 code with KVM's instruction emulator, which
+ * cannot deliver a software interrupt in long mode: an INT3 at CPL0 (Linux's
+ * int3_selftest() in alternative_instructions(), text_poke_bp()) ends in an
+ * emulation failure. KVM hands us the instruction bytes; deliver the #BP the
+ * instruction would have raised ourselves: RIP past the INT3 (a trap), then
+ * inject vector 3, which KVM delivers through the guest's IDT. */
+static bool reflect_int3(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	if (run->emulation_failure.suberror != KVM_INTERNAL_ERROR_EMULATION || run->emulation_failure.ndata < 3 ||
+	    !(run->emulation_failure.flags & KVM_INTERNAL_ERROR_EMULATION_FLAG_INSTRUCTION_BYTES) ||
+	    run->emulation_failure.insn_size < 1 || run->emulation_failure.insn_bytes[0] != 0xcc)
+		return false;
+	struct kvm_regs r;
+	struct kvm_vcpu_events ev;
+	if (ioctl(v->fd, KVM_GET_REGS, &r) < 0 || ioctl(v->fd, KVM_GET_VCPU_EVENTS, &ev) < 0 || ev.exception.injected ||
+	    ev.exception.pending)
+		return false;
+	r.rip += 1;
+	ev.exception.injected = 1;
+	ev.exception.nr = 3;
+	ev.exception.has_error_code = 0;
+	ev.exception.error_code = 0;
+	ev.flags = 0;
+	if (ioctl(v->fd, KVM_SET_REGS, &r) < 0 || ioctl(v->fd, KVM_SET_VCPU_EVENTS, &ev) < 0)
+		return false;
+	if (v->int3_reflected++ == 0)
+		fprintf(stderr, "vmm: vCPU %u: INT3 at CPL0 (rip %llx) the host's emulator cannot run: #BP injected\n", v->id,
+			(unsigned long long)(r.rip - 1));
+	return true;
+}
+
 /* One exit; false when the vCPU must end. */
 static bool handle_exit(struct vcpu *v)
 {
@@ -200,9 +248,16 @@ static bool handle_exit(struct vcpu *v)
 			 (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
 		return false;
 	case KVM_EXIT_INTERNAL_ERROR:
+		if (reflect_int3(v))
+			return true;
 		v->exits.other++;
-		end_vcpu(v, VCPU_FAULTED, "KVM internal error, suberror %u%s", run->internal.suberror,
-			 run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION ? " (instruction emulation failed)" : "");
+		if (run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION) {
+			char insn[64];
+			end_vcpu(v, VCPU_FAULTED, "KVM internal error, suberror %u (instruction emulation failed%s)",
+				 run->internal.suberror, emulation_insn(run, insn, sizeof(insn)));
+		} else {
+			end_vcpu(v, VCPU_FAULTED, "KVM internal error, suberror %u", run->internal.suberror);
+		}
 		return false;
 	case KVM_EXIT_SYSTEM_EVENT:
 		v->exits.other++;
