@@ -90,7 +90,8 @@ struct vcpu {
 	struct kvm_vcpu_stats stats;
 	int stats_err;
 	uint64_t steal_ns; /* added to the guest's steal-time record while held out of a slot */
-	uint64_t int3_reflected; /* INT3s the host could not emulate, delivered by us */
+	/* instructions the host's emulator failed on, done by emulate_failed_insn() */
+	uint64_t int3_emulated, fwait_emulated;
 	bool regs_valid; /* regs/sregs captured when the vCPU ended abnormally */
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;

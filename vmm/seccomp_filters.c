@@ -253,9 +253,9 @@ int seccomp_enter_vcpu(int vcpu_fd, unsigned vcpu_id)
 	rc |= ALLOW(rt_sigtimedwait);
 	/* KVM: its own vCPU fd, and only what the run loop and the fault report use */
 	/* KVM_GET_MSRS: where the guest keeps its steal-time record (vcpu.c);
-	 * SET_REGS and the VCPU_EVENTS pair: the emulation fallbacks */
+	 * SET_REGS, the VCPU_EVENTS pair and GET_FPU: the emulation fallbacks */
 	static const unsigned long kvm_reqs[] = { KVM_RUN, KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_MSRS, KVM_SET_REGS,
-						  KVM_GET_VCPU_EVENTS, KVM_SET_VCPU_EVENTS };
+						  KVM_GET_VCPU_EVENTS, KVM_SET_VCPU_EVENTS, KVM_GET_FPU };
 	for (unsigned i = 0; i < sizeof(kvm_reqs) / sizeof(kvm_reqs[0]); i++)
 		rc |= rule(ctx, SCMP_SYS(ioctl), 2, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)vcpu_fd),
 			   SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)kvm_reqs[i]));
