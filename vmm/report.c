@@ -177,6 +177,15 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 					s->vm[k].mutual_exclusion_ok ? "holds" : "VIOLATED");
 		}
 	}
+	uint64_t int3 = 0, fwait = 0;
+	for (unsigned k = 0; k < r->vms_created; k++)
+		for (unsigned i = 0; i < cfg->ncpus; i++) {
+			int3 += r->vms[k].vcpus[i].int3_emulated;
+			fwait += r->vms[k].vcpus[i].fwait_emulated;
+		}
+	if (int3 || fwait)
+		fprintf(out, "emulated   %llu INT3, %llu FWAIT the host's KVM could not (vcpu/x86_emulation_gaps.c)\n",
+			(unsigned long long)int3, (unsigned long long)fwait);
 	const struct sched_vcpu_stats *a = &s->st_all;
 	if (a->kick_latency.count)
 		fprintf(out, "kick->run  median %.1f us, p99 %.1f us over %llu kicks of sleepers\n",

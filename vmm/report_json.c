@@ -162,6 +162,10 @@ static void json_vcpu(struct json *j, const struct run *r, const struct run_summ
 	json_end_obj(j);
 	json_exits(j, &v->exits);
 	json_u64(j, "steal_ns", v->steal_ns);
+	json_obj(j, "emulated");
+	json_u64(j, "int3", v->int3_emulated);
+	json_u64(j, "fwait", v->fwait_emulated);
+	json_end_obj(j);
 	json_sched(j, &s->st[g]);
 	if (v->fault[0])
 		json_str(j, "fault", v->fault);

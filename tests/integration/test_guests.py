@@ -1,5 +1,6 @@
 """Guests other than the bundled one: a guest written from hypercalls/ABI.md
 alone, and guests that exit through the port, fault, or never stop."""
+import os
 import signal
 import subprocess
 import time
@@ -83,3 +84,20 @@ def test_guest_deadlock_is_reported_not_a_hang():
         assert "guest deadlock" in r.stderr
         assert all(v["state"] == "stopped" and "wait" in v["fault"] for v in r.report["vcpus"]), r.report
         assert r.report["sched"]["waits"] == 3
+
+
+def test_int3_and_fwait_at_cpl0_behave_as_on_hardware():
+    """tests/guests/trap_guest.S: three INT3s reach the guest's own #BP
+    handler and two FWAITs do nothing, whether the CPU runs them or (on
+    kvm_pvm, whose emulator lacks them) vcpu/x86_emulation_gaps.c does; the
+    report says how many the VMM did."""
+    need_kvm()
+    r = vmm("--firmware", guest("trap_guest.elf"), "-c", "1", "--timeout", "30s")
+    assert r.rc == 1 and r.report["guest_status"] == 0x43, (r.report and r.report["guest_status"], r)
+    em = r.report["vcpus"][0]["emulated"]
+    if os.path.exists("/sys/module/kvm_pvm"):
+        assert em == {"int3": 3, "fwait": 2}, em
+        assert "emulated   3 INT3, 2 FWAIT" in r.stdout, r.stdout
+        assert "INT3 at rip" in r.stderr and "(reported once)" in r.stderr, r.stderr
+    else:
+        assert em == {"int3": 0, "fwait": 0}, em
