@@ -83,9 +83,14 @@ unsigned x86_cpuid_mask_auto(char *why, size_t whylen)
 {
 	/* kvm_pvm (software-assisted KVM) runs guest CPL0 code through KVM's
 	 * instruction emulator, which lacks CMPXCHG16B and XRSTOR (HOST.md): a
-	 * Linux guest offered them stops with an emulation failure. */
+	 * Linux guest offered them stops with an emulation failure. Measured
+	 * with CPUID read back inside a guest: kvm_pvm honours the cx16 bit but
+	 * forces XSAVE (and AVX, SSSE3, POPCNT ... in leaf 1, all of leaf 7 and
+	 * 0xD) on whatever KVM_SET_CPUID2 says, so the kernel must be told
+	 * (README: noxsave, clearcpuid=). The mask still asks. */
 	if (access("/sys/module/kvm_pvm", F_OK) == 0) {
-		snprintf(why, whylen, "host KVM is kvm_pvm, whose emulator lacks cmpxchg16b and xsave/xrstor");
+		snprintf(why, whylen, "host KVM is kvm_pvm, whose emulator lacks cmpxchg16b and xsave/xrstor "
+			 "(it ignores the xsave bit: boot Linux with noxsave, see README)");
 		return CPUID_MASK_CX16 | CPUID_MASK_XSAVE;
 	}
 	why[0] = '\0';

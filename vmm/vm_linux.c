@@ -72,7 +72,7 @@ int vm_linux_load(struct vm *vm, struct vm_error *err)
 	l->vmcall_ok = kvm_vmcall_probe(vm->kvm->fd, VMCALL_PROBE_MS, l->vmcall_note, sizeof(l->vmcall_note));
 	unsigned mask = cfg->cpuid_mask;
 	if (mask & CPUID_MASK_AUTO) {
-		char why[160];
+		char why[256];
 		mask = (mask & ~CPUID_MASK_AUTO) | x86_cpuid_mask_auto(why, sizeof(why));
 		char names[100];
 		snprintf(l->mask_note, sizeof(l->mask_note), "masked %s%s%s",

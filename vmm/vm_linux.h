@@ -33,7 +33,7 @@ struct vm_linux {
 	int vmcall_ok;             /* the probe's answer: 1, 0, or -errno */
 	char vmcall_note[200];
 	char pv_note[400];         /* which KVM PV features were offered, and why */
-	char mask_note[200];       /* which CPUID features were masked, and why */
+	char mask_note[320];       /* which CPUID features were masked, and why */
 	uint64_t acpi_rsdp;
 	int power_event;           /* enum pc_power_event / KVM system event seen, 0 */
 	struct guest_mem gm;       /* guest RAM as the PCI devices see it */

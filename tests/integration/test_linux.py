@@ -1,24 +1,20 @@
-"""Linux guests (-k bzImage): the boot protocol, ACPI/SMP description, UART
-console, reboot/power-off, CPUID choices.
+"""Linux guests (-k bzImage): the boot protocol, ACPI/SMP/PCI description,
+UART console, reboot/power-off, CPUID choices, co-scheduling of halted vCPUs.
 
-Kernel: Debian's linux-image-cloud-amd64, fetched once by
-tests/linux/fetch_kernel.sh into build/linux (never committed); tests skip,
-with the reason, when apt cannot download it.
+Kernel: Debian's linux-image-cloud-amd64 (and its virtio modules), fetched
+once by tests/linux/fetch_kernel.sh into build/linux (never committed);
+tests skip, with the reason, when apt cannot download it.
 
-What the early-console test proves, and what it cannot: on hosts whose KVM
-emulates guest CPL0 code (kvm_pvm, HOST.md) a kernel boots at ~1 µs per
-instruction and stops for good on an instruction the emulator lacks, so the
-test only waits for the kernel's own console lines "Linux version" and
-"Command line: <ours>" (the bzImage was loaded and entered in 64-bit mode,
-the decompressor ran, the zero page's command line reached the kernel),
-the BIOS-e820 map we wrote, our ACPI tables and "Allowing N CPUs" (the MADT
-was parsed). It does not prove that interrupts, SMP bring-up, the UART's
-input, the disk (found through the DSDT's PCI root, data read, written with
-FLUSH and read back from inside the guest) or power-off work in a real boot:
-test_linux_boot_to_shell_and_poweroff does, where hardware virtualization is
-present, and is skipped here.
+On hosts whose KVM emulates guest CPL0 code (kvm_pvm, HOST.md) a kernel
+boots at ~1 µs per instruction: test_linux_boots_to_init_and_finds_its_disk_
+through_acpi follows one boot on the kernel's own console up to "Run /init"
+(about 10 minutes here) and says what it proves and what it cannot. The
+full boot to a shell, the in-guest disk check and power-off
+(test_linux_boot_to_shell_and_poweroff) run where hardware virtualization
+is present and are skipped here with the reason.
 """
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -29,7 +25,7 @@ import harness
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-EARLY_BOUND_S = 420
+BOOT_BOUND_S = 1500
 
 
 def kernel():
@@ -199,22 +195,55 @@ def boot_until(args, markers, bound_s):
     return out.decode(errors="replace"), err.decode(errors="replace"), p.returncode, time.time() - t0, seen
 
 
-def test_linux_early_console_on_uart():
-    """The kernel's own console lines on our UART, within a bound."""
+# What kvm_pvm cannot run, said to the kernel (README "Linux guests"): this
+# host forces XSAVE, SSSE3, POPCNT and SMAP on whatever CPUID we set, and its
+# emulator lacks XRSTOR, LDMXCSR, POPCNT and CLAC; the crypto self-tests take
+# minutes at ~1 µs per instruction. Hardware hosts need none of it.
+PVM_PARAMS = " noxsave clearcpuid=137,151,308 cryptomgr.notests"
+
+
+def test_linux_boots_to_init_and_finds_its_disk_through_acpi():
+    """One boot, read from the kernel's own console on our UART, within a
+    bound: the early console (the bzImage loaded, entered in 64-bit mode,
+    our command line, e820 map, ACPI tables and MADT), both CPUs brought up
+    (INIT/SIPI through the in-kernel LAPIC), the DSDT's PCI root bridge with
+    our _CRS windows, the virtio-blk function found on it with no extra
+    kernel argument and its interrupt routed through ACPI, the UART driver,
+    and the kernel handing over to /init. What it cannot show here: on
+    kvm_pvm the first system call of /init fails (the host does not switch a
+    non-PVM guest to CPL 0 on SYSCALL), so no user space, no module load,
+    no disk I/O; test_linux_boot_to_shell_and_poweroff covers those where
+    hardware virtualization is present."""
     vmlinuz, initrd = kernel()
-    markers = ["Linux version", "Command line: console=ttyS0 earlyprintk=ttyS0 reboot=k vmm.test=1",
-               "BIOS-e820: [mem 0x0000000000100000-", "ACPI: RSDP 0x00000000000E0000",
-               "smpboot: Allowing 2 CPUs"]
-    out, err, rc, secs, seen = boot_until(
-        ["-k", vmlinuz, "-i", initrd, "-p", "console=ttyS0 earlyprintk=ttyS0 reboot=k vmm.test=1",
-         "-c", "2", "-m", "512M"], markers, EARLY_BOUND_S)
-    timing = ", ".join(f"{m.split(':')[0]!r} at {t:.0f}s" for m, t in seen.items())
-    print(f"    linux early console: {timing}; stopped after {secs:.0f}s, exit {rc}")
-    print("    last console lines: " + " | ".join(out.strip().splitlines()[-3:])[-400:])
-    missing = [m for m in markers if m not in seen]
-    assert not missing, f"missing {missing} after {secs:.0f}s; stderr: {err[-1500:]}\nstdout: {out[-1500:]}"
-    assert "VMCALL" in err and "offered" in err, err   # the PV decision is stated
-    assert rc in (0, 128 + signal.SIGTERM, 3), (rc, err[-1500:])
+    cmdline = "console=ttyS0 earlyprintk=ttyS0 reboot=k panic=-1 vmm.test=1"
+    if emulated_cpl0():
+        cmdline += PVM_PARAMS
+    markers = ["Linux version", f"Command line: {cmdline}", "BIOS-e820: [mem 0x0000000000100000-",
+               "ACPI: RSDP 0x00000000000E0000", "smpboot: Allowing 2 CPUs",
+               "smp: Brought up 1 node, 2 CPUs",
+               "ACPI: PCI Root Bridge [PCI0] (domain 0000 [bus 00])",
+               "pci_bus 0000:00: root bus resource [mem 0xe0000000-0xefffffff window]",
+               "pci 0000:00:01.0: [1af4:1042]", "PCI: Using ACPI for IRQ routing",
+               "serial8250: ttyS0 at I/O 0x3f8 (irq = 4", "Run /init as init process"]
+    with tempfile.TemporaryDirectory() as d:
+        disk = os.path.join(d, "disk.img")
+        with open(disk, "wb") as f:
+            f.truncate(16 << 20)
+        out, err, rc, secs, seen = boot_until(
+            ["-k", vmlinuz, "-i", initrd, "-p", cmdline, "-c", "2", "-m", "512M", "-d", disk, "--json",
+             os.path.join(d, "r.json")], markers, BOOT_BOUND_S)
+        timing = ", ".join(f"{m.split(':')[0].split(' [')[0][:24]!r} at {t:.0f}s" for m, t in seen.items())
+        print(f"    linux console: {timing}; stopped after {secs:.0f}s, exit {rc}")
+        missing = [m for m in markers if m not in seen]
+        assert not missing, f"missing {missing} after {secs:.0f}s; stderr: {err[-1500:]}\nstdout: {out[-2500:]}"
+        assert "VMCALL" in err and "offered" in err, err   # the PV decision is stated
+        assert rc in (0, 128 + signal.SIGTERM), (rc, err[-1500:])
+        with open(os.path.join(d, "r.json")) as f:
+            rep = json.load(f)
+    if emulated_cpl0():
+        # int3_selftest() at least: the emulation gap was filled, and said
+        assert rep["vcpus"][0]["emulated"]["int3"] >= 1, rep["vcpus"][0]
+    assert rep["config"]["linux"]["disk"] == disk, rep["config"]["linux"]
 
 
 def test_linux_boot_to_shell_and_poweroff():
