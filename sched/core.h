@@ -100,6 +100,7 @@ struct sched_core {
 	bool started, stopping, deadlock;
 	uint64_t last_now, next_hint_check;
 	uint64_t halt_check_ns, next_halt_check;
+	bool maybe_unslotted;    /* an unpark since the last sc_force_unslotted pass */
 	sched_core_blocked_fn blocked;
 	void *blocked_ctx;
 	uint64_t rng;

@@ -35,6 +35,7 @@ void sc_unpark(struct sched_core *c, int v, bool in_guest, uint64_t now)
 	sc_make_runnable(c, v, true, now);
 	x->unslotted = in_guest;
 	x->unslotted_forced = false;
+	c->maybe_unslotted |= in_guest;
 }
 
 void sc_halt_checks(struct sched_core *c, uint64_t now)
@@ -55,6 +56,10 @@ void sc_halt_checks(struct sched_core *c, uint64_t now)
 /* After the slots are filled: who woke in guest mode and got none must leave. */
 void sc_force_unslotted(struct sched_core *c, uint64_t now)
 {
+	/* Runs after every event: free unless something was unparked. */
+	if (!c->maybe_unslotted)
+		return;
+	c->maybe_unslotted = false;
 	for (int v = 0; v < c->nvcpus; v++) {
 		struct sched_vcore *x = &c->v[v];
 		if (x->state != SCHED_ST_RUNNABLE || !x->unslotted || x->unslotted_forced)

@@ -256,13 +256,22 @@ int vcpu_unblock_kick_in_run(int vcpu_fd)
  * steal-time record (if it registered one) says the vCPU is preempted, and
  * the wait is added to its steal time: see kvm_steal_time.h.
  */
+#define STEAL_RECHECK_NS (100 * 1000 * 1000ull)
+
 static int yield_slot(struct vcpu *v, struct sched *s, int me)
 {
 	const struct hc_vm *hc = v->env->hc;
-	uint64_t gpa = 0;
-	bool st = hc && hc->mem && kvm_steal_time_gpa(v->fd, &gpa) == 0 &&
-		  kvm_steal_time_mark_preempted(hc->mem, hc->mem_size, gpa);
-	uint64_t t0 = st ? sched_now_ns() : 0;
+	uint64_t gpa = 0, t0 = sched_now_ns();
+	bool st = false;
+	/* A guest that registered a record is asked every time (it may move
+	 * it); one that has not, every 100 ms: an ioctl per yield is not free. */
+	if (hc && hc->mem && (v->steal_registered || t0 >= v->steal_recheck_ns)) {
+		st = kvm_steal_time_gpa(v->fd, &gpa) == 0 &&
+		     kvm_steal_time_mark_preempted(hc->mem, hc->mem_size, gpa);
+		v->steal_registered = st;
+		if (!st)
+			v->steal_recheck_ns = t0 + STEAL_RECHECK_NS;
+	}
 	int r = sched_vcpu_yield_slot(s, me);
 	if (st) {
 		uint64_t d = sched_now_ns() - t0;

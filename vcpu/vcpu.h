@@ -90,6 +90,8 @@ struct vcpu {
 	struct kvm_vcpu_stats stats;
 	int stats_err;
 	uint64_t steal_ns; /* added to the guest's steal-time record while held out of a slot */
+	bool steal_registered;     /* the guest had a record at the last look */
+	uint64_t steal_recheck_ns; /* when to look again if it had none */
 	/* instructions the host's emulator failed on, done by emulate_failed_insn() */
 	uint64_t int3_emulated, fwait_emulated;
 	bool regs_valid; /* regs/sregs captured when the vCPU ended abnormally */
