@@ -8,7 +8,7 @@ tests skip, with the reason, when apt cannot download it.
 On hosts whose KVM emulates guest CPL0 code (kvm_pvm, HOST.md) a kernel
 boots at ~1 µs per instruction: test_linux_boots_to_init_and_finds_its_disk_
 through_acpi follows one boot on the kernel's own console up to "Run /init"
-(about 10 minutes here) and says what it proves and what it cannot. The
+(5-6 minutes here) and says what it proves and what it cannot. The
 full boot to a shell, the in-guest disk check and power-off
 (test_linux_boot_to_shell_and_poweroff) run where hardware virtualization
 is present and are skipped here with the reason.
