@@ -43,14 +43,16 @@ void sc_halt_checks(struct sched_core *c, uint64_t now)
 	if (!c->halt_check_ns || !c->blocked || now < c->next_halt_check)
 		return;
 	c->next_halt_check = now + c->halt_check_ns;
+	/* One probe per vCPU; the slots freed here are filled at the event's end. */
 	for (int v = 0; v < c->nvcpus; v++) {
 		const struct sched_vcore *x = &c->v[v];
-		if (x->state == SCHED_ST_RUNNING && !x->preempt_req && c->blocked(c->blocked_ctx, v))
-			park(c, v, now);
-	}
-	for (int v = 0; v < c->nvcpus; v++)
-		if (c->v[v].parked && !c->blocked(c->blocked_ctx, v))
+		if (x->state == SCHED_ST_RUNNING && !x->preempt_req) {
+			if (c->blocked(c->blocked_ctx, v))
+				park(c, v, now);
+		} else if (x->parked && !c->blocked(c->blocked_ctx, v)) {
 			sc_unpark(c, v, true, now);
+		}
+	}
 }
 
 /* After the slots are filled: who woke in guest mode and got none must leave. */

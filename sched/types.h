@@ -15,7 +15,6 @@
 #define SCHED_DEFAULT_SLICE_NS (2 * 1000 * 1000ull)
 #define SCHED_DEFAULT_PLE_WINDOW_NS (50 * 1000ull)
 #define SCHED_DEFAULT_DEFER_MAX_NS (200 * 1000ull)
-#define SCHED_DEFAULT_HALT_CHECK_NS (1000 * 1000ull)
 #define SCHED_NO_TIMEOUT 0ull /* timeout_ns for a wait that only a kick ends */
 
 enum sched_vstate {

@@ -1,5 +1,4 @@
 #include "vmm/report.h"
-#include "vmm/vm_linux.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -7,6 +6,7 @@
 
 #include "vcpu/x86_regs_dump.h"
 #include "vmm/errors.h"
+#include "vmm/vm_linux.h"
 
 const char *report_status_name(int status)
 {
@@ -147,9 +147,9 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 			(cfg->spin_detect & SPIN_DETECT_YIELD) ? " yield" : "", cfg->slice_us, cfg->ple_window_us,
 			cfg->safe_point ? "on" : "off", cfg->defer_us);
 	if (cfg->kernel_path && cfg->sched_mode == SCHED_MODE_VMM) {
-		if (cfg->halt_check_us && !r->halt_note[0])
+		if (r->halt_check_us)
 			fprintf(out, "halts      checked every %uus: %llu parked in the host kernel, %llu woke with no slot free\n",
-				cfg->halt_check_us, (unsigned long long)s->st_all.kernel_halts,
+				r->halt_check_us, (unsigned long long)s->st_all.kernel_halts,
 				(unsigned long long)s->st_all.unslotted_wakes);
 		else
 			fprintf(out, "halts      not checked: %s\n",

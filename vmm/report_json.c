@@ -74,8 +74,7 @@ static void json_config(struct json *j, const struct run *r)
 	json_u64(j, "ple_window_us", cfg->ple_window_us);
 	json_bool(j, "safe_point", cfg->safe_point);
 	json_u64(j, "defer_us", cfg->defer_us);
-	json_u64(j, "halt_check_us", cfg->kernel_path && cfg->sched_mode == SCHED_MODE_VMM && !r->halt_note[0] ?
-			cfg->halt_check_us : 0);
+	json_u64(j, "halt_check_us", r->halt_check_us);
 	if (r->halt_note[0])
 		json_str(j, "halt_note", r->halt_note);
 	json_end_obj(j);

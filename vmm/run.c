@@ -127,6 +127,8 @@ static void wire_vcpus(struct run *r)
 	}
 	if (r->halt_note[0])
 		fprintf(stderr, "vmm: --halt-check-us: %s\n", r->halt_note);
+	else if (r->cfg->kernel_path && !host)
+		r->halt_check_us = r->cfg->halt_check_us;
 }
 
 int run_create(struct run *r, const struct vm_config *cfg, struct kvm_host *kvm, struct vm_error *err)

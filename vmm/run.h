@@ -31,6 +31,7 @@ struct run {
 	struct trace *trace;
 	char ple_note[200]; /* why PLE spin detection cannot work here, if it cannot */
 	char halt_note[160]; /* why halted Linux vCPUs cannot be parked, if they cannot */
+	uint32_t halt_check_us; /* the interval in force: 0 when halts are not checked */
 	bool ple_on;              /* watch a tracepoint per vCPU thread */
 	struct ple_source *ple;   /* [nvcpus] while the run lasts */
 	uint64_t ple_events;      /* exits the watches saw */

@@ -14,28 +14,7 @@
 
 #include "sched/core.h"
 #include "sched/policy.h"
-
-static long n_pass, n_fail, cases_pass, cases_fail;
-static char ctx[160];
-
-#define CHECK(e)                                                                          \
-	do {                                                                              \
-		if (e) {                                                                  \
-			n_pass++;                                                         \
-		} else if (++n_fail <= 40) {                                              \
-			printf("%s:%d: CHECK(%s) failed%s%s\n", __FILE__, __LINE__, #e,   \
-			       ctx[0] ? " in " : "", ctx);                                \
-		}                                                                         \
-	} while (0)
-#define CASE(call)                                                \
-	do {                                                      \
-		long f0_ = n_fail;                                \
-		call;                                             \
-		if (n_fail == f0_)                                \
-			cases_pass++;                             \
-		else                                              \
-			cases_fail++;                             \
-	} while (0)
+#include "tests/unit/check_cases.h"
 
 #define US 1000ull
 #define MS (1000 * US)
