@@ -2,7 +2,7 @@
 UART console, reboot/power-off, CPUID choices, co-scheduling of halted vCPUs.
 
 Kernel: Debian's linux-image-cloud-amd64 (and its virtio modules), fetched
-once by tests/linux/fetch_kernel.sh into build/linux (never committed);
+once by tests/linux/fetch_kernel.py into build/linux (never committed);
 tests skip, with the reason, when apt cannot download it.
 
 On hosts whose KVM emulates guest CPL0 code (kvm_pvm, HOST.md) a kernel
@@ -18,10 +18,15 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
 import harness
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "linux"))
+import debian_kernel  # noqa: E402
+import fetch_kernel  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -30,15 +35,10 @@ BOOT_BOUND_S = 1500
 
 def kernel():
     harness.need_kvm()
-    script = os.path.join(ROOT, "tests", "linux", "fetch_kernel.sh")
     try:
-        p = subprocess.run([script, harness.BUILD], capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
-        raise harness.Skip("fetching the Debian kernel took over 10 minutes")
-    if p.returncode != 0:
-        raise harness.Skip(f"no Debian kernel here: {p.stderr.strip()[-300:]}")
-    d = p.stdout.strip().splitlines()[-1]
-    return os.path.join(d, "vmlinuz"), os.path.join(d, "initrd.img")
+        return fetch_kernel.guest_kernel(harness.BUILD)
+    except debian_kernel.FetchError as e:
+        raise harness.Skip(f"no Debian kernel here: {e}")
 
 
 def emulated_cpl0():

@@ -6,9 +6,11 @@ writes a MiB pattern at 1 MiB with fsync (a FLUSH), drops the page cache,
 reads it back and prints VMM-DISK-OK or VMM-DISK-BAD; with `vmm.shell` it
 starts a shell; then it powers the guest off.
 Usage: mkinitramfs.py BUSYBOX OUT [MODULE_DIR MODULE...]"""
-import gzip
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpio_newc  # noqa: E402
 
 INIT = """#!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -38,39 +40,14 @@ poweroff -f
 """
 
 
-def entry(name, mode, data=b"", rdev=(0, 0), ino=[1]):
-    ino[0] += 1
-    hdr = "070701" + "".join(f"{v:08x}" for v in (
-        ino[0], mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1], len(name) + 1, 0))
-    out = hdr.encode() + name.encode() + b"\0"
-    out += b"\0" * ((4 - len(out) % 4) % 4)
-    out += data + b"\0" * ((4 - len(data) % 4) % 4)
-    return out
-
-
 def main():
     busybox, out = sys.argv[1], sys.argv[2]
-    with open(busybox, "rb") as f:
-        bb = f.read()
-    blob = b""
-    for d in ("bin", "sbin", "proc", "sys", "dev", "etc", "tmp", "usr", "usr/bin", "usr/sbin"):
-        blob += entry(d, 0o040755)
-    blob += entry("dev/console", 0o020600, rdev=(5, 1))  # the kernel opens it for init's stdio
-    blob += entry("bin/busybox", 0o100755, bb)
-    blob += entry("bin/sh", 0o120777, b"busybox")
-    blob += entry("init", 0o100755, INIT.encode())
+    a = cpio_newc.Archive()
+    a.busybox_base(busybox)
+    a.file("init", INIT.encode(), 0o755)
     if len(sys.argv) > 3:
-        mdir, mods = sys.argv[3], sys.argv[4:]
-        blob += entry("lib", 0o040755) + entry("lib/modules", 0o040755)
-        for m in mods:
-            with open(os.path.join(mdir, m + ".ko"), "rb") as f:
-                blob += entry(f"lib/modules/{m}.ko", 0o100644, f.read())
-        blob += entry("lib/modules/order", 0o100644, (" ".join(mods) + "\n").encode())
-    blob += entry("TRAILER!!!", 0)
-    tmp = out + ".tmp"
-    with gzip.open(tmp, "wb", compresslevel=6) as f:
-        f.write(blob)
-    os.replace(tmp, out)
+        a.modules(sys.argv[3], sys.argv[4:])
+    a.write(out)
 
 
 if __name__ == "__main__":
