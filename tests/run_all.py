@@ -5,6 +5,7 @@ are functions named test_* in tests/integration/*.py that raise on failure or
 raise Skip(reason). Ends with the line "N passed, N failed[, N skipped]"."""
 import argparse
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -17,16 +18,32 @@ sys.path.insert(0, os.path.join(HERE, "integration"))
 import harness  # noqa: E402
 
 
-def run_unit(build, only):
-    passed = failed = 0
+UNIT_LINE = re.compile(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?")
+
+# Unit binaries with parts that need /dev/kvm (they count those parts as
+# skipped where there is none): the nested stage runs them on kvm_amd.
+KVM_UNITS = ("test_kvm_stats", "test_kvm_steal_time", "test_ple_perf")
+
+
+def say(line):
+    print(PREFIX + line if PREFIX else line, flush=True)
+
+
+PREFIX = ""
+
+
+def run_unit(build, only, names=None):
+    """Returns (passed, failed, skipped, [(unit, skips)] for units that skipped something)."""
+    passed = failed = skipped = 0
+    partial = []
     unit_dir = os.path.join(build, "tests", "unit")
     if not os.path.isdir(unit_dir):
-        return 0, 0
+        return 0, 0, 0, []
     for name in sorted(os.listdir(unit_dir)):
         path = os.path.join(unit_dir, name)
         if not name.startswith("test_") or "." in name or not os.access(path, os.X_OK):
             continue
-        if only and not re.search(only, name):
+        if (only and not re.search(only, name)) or (names is not None and name not in names):
             continue
         t0 = time.time()
         try:
@@ -36,22 +53,28 @@ def run_unit(build, only):
             out, rc = "timed out after 600 s", -1
         m = None
         for line in out.splitlines():
-            m = re.match(r"^(\d+) passed, (\d+) failed", line.strip()) or m
+            m = UNIT_LINE.match(line.strip()) or m
+        sk = int(m.group(3) or 0) if m else 0
         if m and rc == 0:
             passed += int(m.group(1))
-            print(f"unit {name}: {m.group(0)} ({time.time() - t0:.1f}s)")
+            skipped += sk
+            if sk:
+                partial.append((name, sk))
+                why = "; ".join(ln.strip() for ln in out.splitlines() if ln.startswith("skipped:"))
+                say(f"unit {name}: {m.group(0)} ({time.time() - t0:.1f}s) {why}")
+            else:
+                say(f"unit {name}: {m.group(0)} ({time.time() - t0:.1f}s)")
         else:
             p_, f_ = (int(m.group(1)), max(1, int(m.group(2)))) if m else (0, 1)
             passed += p_
             failed += f_
-            print(f"unit {name}: FAILED (exit {rc})")
-            print("    " + "\n    ".join(out.strip().splitlines()[-30:]))
-    return passed, failed
+            say(f"unit {name}: FAILED (exit {rc})")
+            say("    " + "\n    ".join(out.strip().splitlines()[-30:]))
+    return passed, failed, skipped, partial
 
 
-def run_integration(build, only):
-    passed = failed = skipped = 0
-    harness.BUILD = build
+def integration_tests(only, names=None):
+    """(full name, function) of every selected test_* in tests/integration."""
     idir = os.path.join(HERE, "integration")
     for fname in sorted(os.listdir(idir)):
         if not (fname.startswith("test_") and fname.endswith(".py")):
@@ -61,46 +84,108 @@ def run_integration(build, only):
         spec.loader.exec_module(mod)
         for name in sorted(n for n in dir(mod) if n.startswith("test_")):
             full = f"{fname[:-3]}.{name}"
-            if only and not re.search(only, full):
+            if (only and not re.search(only, full)) or (names is not None and full not in names):
                 continue
-            t0 = time.time()
-            try:
-                getattr(mod, name)()
-                passed += 1
-                print(f"ok   {full} ({time.time() - t0:.1f}s)")
-            except harness.Skip as e:
-                skipped += 1
-                print(f"skip {full}: {e}")
-            except Exception:  # noqa: BLE001 - every failure is reported, none stops the run
-                failed += 1
-                print(f"FAIL {full} ({time.time() - t0:.1f}s)")
-                print("    " + "\n    ".join(traceback.format_exc().strip().splitlines()[-25:]))
-    return passed, failed, skipped
+            yield full, getattr(mod, name)
+
+
+def run_integration(build, only, names=None):
+    """Returns (passed, failed, skipped, tests skipped for want of KVM)."""
+    passed = failed = skipped = 0
+    no_kvm = []
+    harness.BUILD = build
+    for full, test in integration_tests(only, names):
+        t0 = time.time()
+        try:
+            test()
+            passed += 1
+            say(f"ok   {full} ({time.time() - t0:.1f}s)")
+        except harness.NoKvm as e:
+            no_kvm.append(full)
+            skipped += 1
+            say(f"skip {full}: {e}")
+        except harness.Skip as e:
+            skipped += 1
+            say(f"skip {full}: {e}")
+        except Exception:  # noqa: BLE001 - every failure is reported, none stops the run
+            failed += 1
+            say(f"FAIL {full} ({time.time() - t0:.1f}s)")
+            say("    " + "\n    ".join(traceback.format_exc().strip().splitlines()[-25:]))
+    return passed, failed, skipped, no_kvm
+
+
+# ---- the nested stage: mainstream KVM (kvm_amd) under QEMU's emulator ----
+
+NESTED_TIMEOUT_S = 2700
+
+
+def run_nested(build, tests, units, label):
+    """Runs TESTS (integration names) and UNITS (unit binaries) in the
+    nested KVM through tests/nested/run, in one inner host. Returns
+    (passed, failed, skipped); an inner host that fails counts as a failure."""
+    if not tests and not units:
+        return 0, 0, 0
+    ndir = os.path.join(build, "nested")
+    os.makedirs(ndir, exist_ok=True)
+    sel = os.path.join(ndir, f"select-{label}.txt")
+    res = os.path.join(ndir, f"results-{label}.json")
+    with open(sel, "w") as f:
+        f.write("\n".join([*tests, *units]) + "\n")
+    if os.path.exists(res):
+        os.remove(res)
+    t0 = time.time()
+    cmd = [os.path.join(HERE, "nested", "run"), "--timeout", str(NESTED_TIMEOUT_S), "--",
+           sys.executable, os.path.join("tests", "run_all.py"), "--build", build,
+           "--names", sel, "--results", res, "--prefix", "[nested] "]
+    say(f"stage nested ({label}): {len(tests)} integration tests and {len(units)} unit binaries "
+        f"on kvm_amd in QEMU TCG")
+    rc = subprocess.run(cmd, stdin=subprocess.DEVNULL).returncode
+    try:
+        with open(res) as f:
+            r = json.load(f)
+        p, fl, sk = r["passed"], r["failed"], r["skipped"]
+    except (OSError, ValueError, KeyError):
+        say(f"stage nested ({label}): the inner host gave no results (exit {rc}): FAILED")
+        return 0, 1, 0
+    say(f"stage nested ({label}, {time.time() - t0:.0f}s): {p} passed, {fl} failed"
+        + (f", {sk} skipped" if sk else ""))
+    return p, fl, sk
+
+
+def nested_selection(native_no_kvm, partial_units, mode, only):
+    """What the nested stage runs. Without a usable /dev/kvm here: every
+    test that skipped for want of it. With one: the tests marked
+    @harness.nested_stage and the KVM unit binaries, so that both KVMs run
+    them. mode "only": every integration test and the KVM units."""
+    if mode == "only":
+        return [full for full, _ in integration_tests(only)], [u for u in KVM_UNITS if re.search(only, u)]
+    if native_no_kvm or not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return native_no_kvm, [name for name, _ in partial_units]
+    return ([full for full, t in integration_tests(only) if getattr(t, "nested_stage", False)],
+            [u for u in KVM_UNITS if re.search(only, u)])
 
 
 # ---- security stages (SECURITY.md): sanitized suite, TSan, fuzzers ----
 # Each prints its own counts on lines that do not start with a number, so
 # the one closing "N passed, N failed" line below stays the only total.
 
-def run_sanitized(build, only):
+def run_sanitized(build, only, nested_mode):
     """The whole suite again from an ASan+UBSan build. vmm runs under its
     seccomp filters with detect_leaks=0 (LeakSanitizer's exit-time check needs
     clone/ptrace/open, which no filter allows); test_seccomp checks for leaks
     with --no-seccomp instead. Unit tests keep leak checks on."""
     old_build, old_env = harness.BUILD, os.environ.get("ASAN_OPTIONS")
-    up, uf = run_unit(build, only)
     os.environ["ASAN_OPTIONS"] = "detect_leaks=0"
     try:
-        ip, if_, isk = run_integration(build, only)
+        p, f, sk = run_suite(build, only, None, nested_mode, "asan", integration_asan=True)
     finally:
         harness.BUILD = old_build
         if old_env is None:
             os.environ.pop("ASAN_OPTIONS", None)
         else:
             os.environ["ASAN_OPTIONS"] = old_env
-    print(f"stage sanitize (ASan+UBSan, {build}): {up + ip} passed, {uf + if_} failed"
-          + (f", {isk} skipped" if isk else ""))
-    return up + ip, uf + if_, isk
+    say(f"stage sanitize (ASan+UBSan, {build}): {p} passed, {f} failed" + (f", {sk} skipped" if sk else ""))
+    return p, f, sk
 
 
 def run_fuzzers(build, seconds):
@@ -147,11 +232,50 @@ def run_fuzzers(build, seconds):
     return passed, failed
 
 
+def run_suite(build, only, names, nested_mode, label, unit_only=False, integration_asan=False):
+    """The unit binaries, the integration tests, then the nested stage for
+    what needs a KVM (nested_selection). A test that skipped here for want
+    of KVM and then ran nested counts once, as it ended there."""
+    up = uf = us = ip = if_ = isk = 0
+    partial, no_kvm = [], []
+    if nested_mode != "only":
+        old = os.environ.pop("ASAN_OPTIONS", None) if integration_asan else None
+        try:
+            up, uf, us, partial = run_unit(build, only, names)
+        finally:
+            if old is not None:
+                os.environ["ASAN_OPTIONS"] = old
+        if not unit_only:
+            ip, if_, isk, no_kvm = run_integration(build, only, names)
+    p, f, sk = up + ip, uf + if_, us + isk
+    if nested_mode == "off" or harness.nested() or unit_only:
+        return p, f, sk
+    tests, units = nested_selection(no_kvm, partial, nested_mode, only)
+    np_, nf, nsk = run_nested(build, tests, units, label)
+    if np_ + nf + nsk and not (nf and not np_ + nsk):
+        # they ran there: what skipped here for want of KVM is not a skip
+        sk -= len([t for t in no_kvm if t in tests]) + sum(partial_skips(partial, units))
+    return p + np_, f + nf, sk + nsk
+
+
+def partial_skips(partial, units):
+    return [n for name, n in partial if name in units]
+
+
 def main():
+    global PREFIX
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--only", default="", help="regex selecting tests by name")
+    ap.add_argument("--names", help="a file naming the tests to run, one a line (unit binaries and "
+                    "integration tests as module.function)")
     ap.add_argument("--unit-only", action="store_true")
+    ap.add_argument("--nested", choices=("auto", "off", "only"),
+                    default=os.environ.get("VMM_NESTED_STAGE", "auto"),
+                    help="the nested KVM stage: auto (what this machine's KVM cannot run, or the "
+                    "tests marked for both KVMs), off, or only (every test, nested)")
+    ap.add_argument("--results", help="also write the counts to this JSON file")
+    ap.add_argument("--prefix", default="", help="put this before every line printed")
     ap.add_argument("--sanitize-build", help="also run the whole suite from this ASan+UBSan build")
     ap.add_argument("--tsan-build", help="also run the scheduler's unit tests from this TSan build")
     ap.add_argument("--tsan-units", default="test_sched_core test_sched_threads")
@@ -159,25 +283,31 @@ def main():
     ap.add_argument("--fuzz-seconds", type=int, default=60)
     ap.add_argument("--fuzz-only", action="store_true", help="only the fuzzers")
     args = ap.parse_args()
-    up = uf = ip = if_ = isk = 0
+    PREFIX = args.prefix
+    names = None
+    if args.names:
+        with open(args.names) as f:
+            names = set(f.read().split())
+    p = f = sk = 0
     if not args.fuzz_only:
-        up, uf = run_unit(args.build, args.only)
-        if not args.unit_only:
-            ip, if_, isk = run_integration(args.build, args.only)
+        p, f, sk = run_suite(args.build, args.only, names, args.nested, "plain", args.unit_only)
     if args.sanitize_build:
-        sp, sf, ssk = run_sanitized(args.sanitize_build, args.only)
-        up, uf, isk = up + sp, uf + sf, isk + ssk
+        sp, sf, ssk = run_sanitized(args.sanitize_build, args.only, args.nested)
+        p, f, sk = p + sp, f + sf, sk + ssk
     if args.tsan_build:
         sel = "^(" + "|".join(re.escape(u) for u in args.tsan_units.split()) + ")$"
-        tp, tf = run_unit(args.tsan_build, sel)
-        print(f"stage tsan (ThreadSanitizer, {args.tsan_build}): {tp} passed, {tf} failed")
-        up, uf = up + tp, uf + tf
+        tp, tf, _, _ = run_unit(args.tsan_build, sel)
+        say(f"stage tsan (ThreadSanitizer, {args.tsan_build}): {tp} passed, {tf} failed")
+        p, f = p + tp, f + tf
     if args.fuzz_build and args.fuzz_seconds > 0:
         fp, ff = run_fuzzers(args.fuzz_build, args.fuzz_seconds)
-        up, uf = up + fp, uf + ff
-    p, f = up + ip, uf + if_
-    line = f"{p} passed, {f} failed" + (f", {isk} skipped" if isk else "")
-    print(line)
+        p, f = p + fp, f + ff
+    if args.results:
+        with open(args.results, "w") as out:
+            json.dump({"passed": p, "failed": f, "skipped": sk}, out)
+    line = f"{p} passed, {f} failed" + (f", {sk} skipped" if sk else "")
+    # inside the nested stage the total is the outer run's to print
+    say(line if not args.results else f"subtotal: {line}")
     return 1 if f else 0
 
 

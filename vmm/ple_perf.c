@@ -101,50 +101,54 @@ long ple_tracepoint_id(const char *tracepoint)
 	return -ENOENT;
 }
 
-int ple_host_support(char *why, size_t len)
+int ple_support_decide(const struct ple_host_facts *f, char *why, size_t len)
 {
-	long gap = module_param("kvm_intel", "ple_gap");
-	long window = module_param("kvm_intel", "ple_window");
-	long count = module_param("kvm_amd", "pause_filter_count");
-	int have_ple = 0;
-
-	if (module_loaded("kvm_intel")) {
+	if (f->kvm_intel) {
 		/* kvm_intel zeroes ple_gap itself when the CPU lacks PLE. */
-		if (gap > 0 && window > 0)
-			have_ple = 1;
-		else {
+		if (f->ple_gap <= 0 || f->ple_window <= 0) {
 			snprintf(why, len, "kvm_intel has pause-loop exiting off (ple_gap=%ld, ple_window=%ld)",
-				 gap, window);
+				 f->ple_gap, f->ple_window);
 			return -ENOTSUP;
 		}
-	} else if (module_loaded("kvm_amd")) {
-		if (count > 0)
-			have_ple = 1;
-		else {
-			snprintf(why, len, "kvm_amd has the pause filter off (pause_filter_count=%ld)", count);
+	} else if (f->kvm_amd) {
+		/* kvm_amd zeroes it when CPUID lacks the pause filter (QEMU's TCG never offers it) */
+		if (f->pause_filter_count <= 0) {
+			snprintf(why, len, "kvm_amd has the pause filter off (pause_filter_count=%ld)",
+				 f->pause_filter_count);
 			return -ENOTSUP;
 		}
-	}
-	if (!have_ple) {
-		char backends[128];
-		kvm_backends(backends, sizeof(backends));
-		if (backends[0])
+	} else {
+		if (f->backends[0])
 			snprintf(why, len, "KVM backend %s has no pause-loop exiting (only kvm_intel/kvm_amd do)",
-				 backends);
-		else if (module_loaded("kvm"))
+				 f->backends);
+		else if (f->kvm)
 			snprintf(why, len, "no KVM vendor module (kvm_intel/kvm_amd) loaded: no pause-loop exiting");
 		else
 			snprintf(why, len, "KVM is not loaded: no pause-loop exiting");
 		return -ENOTSUP;
 	}
-	long id = ple_tracepoint_id("kvm:kvm_exit");
-	if (id < 0) {
+	if (f->kvm_exit_id < 0) {
 		snprintf(why, len, "pause-loop exiting is on, but tracepoint kvm:kvm_exit is not available (%s)",
-			 strerror((int)-id));
+			 strerror((int)-f->kvm_exit_id));
 		return -ENOTSUP;
 	}
-	snprintf(why, len, "pause-loop exiting is on (%s)", module_loaded("kvm_intel") ? "kvm_intel" : "kvm_amd");
+	snprintf(why, len, "pause-loop exiting is on (%s)", f->kvm_intel ? "kvm_intel" : "kvm_amd");
 	return 0;
+}
+
+int ple_host_support(char *why, size_t len)
+{
+	struct ple_host_facts f = {
+		.kvm = module_loaded("kvm"),
+		.kvm_intel = module_loaded("kvm_intel"),
+		.kvm_amd = module_loaded("kvm_amd"),
+		.ple_gap = module_param("kvm_intel", "ple_gap"),
+		.ple_window = module_param("kvm_intel", "ple_window"),
+		.pause_filter_count = module_param("kvm_amd", "pause_filter_count"),
+	};
+	kvm_backends(f.backends, sizeof(f.backends));
+	f.kvm_exit_id = f.kvm_intel || f.kvm_amd ? ple_tracepoint_id("kvm:kvm_exit") : -ENOENT;
+	return ple_support_decide(&f, why, len);
 }
 
 const char *ple_exit_filter(void)

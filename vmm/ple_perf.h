@@ -38,6 +38,18 @@ struct ple_watch {
  */
 int ple_host_support(char *why, size_t len);
 
+/* What ple_host_support() reads off the host, so its decision can be tested. */
+struct ple_host_facts {
+	int kvm, kvm_intel, kvm_amd;          /* modules loaded */
+	long ple_gap, ple_window;             /* kvm_intel's parameters, -1 if absent */
+	long pause_filter_count;              /* kvm_amd's, -1 if absent */
+	char backends[128];                   /* loaded kvm_* modules, comma-separated */
+	long kvm_exit_id;                     /* tracepoint id, or -errno */
+};
+
+/* ple_host_support()'s decision on given facts. */
+int ple_support_decide(const struct ple_host_facts *f, char *why, size_t len);
+
 /* The kvm:kvm_exit filter selecting PAUSE exits on this host's KVM, or NULL. */
 const char *ple_exit_filter(void);
 

@@ -109,7 +109,7 @@ static int test_real(void)
 {
 	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm < 0) {
-		printf("skipped: no /dev/kvm for the real-vCPU part\n");
+		SKIP("no /dev/kvm for the real-vCPU part");
 		return 1;
 	}
 	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
@@ -118,7 +118,7 @@ static int test_real(void)
 	struct kvm_vcpu_stats s;
 	int r = kvm_stats_open(vcpu, &s);
 	if (r == -EOPNOTSUPP) {
-		printf("skip: this kernel has no KVM_GET_STATS_FD\n");
+		SKIP("this kernel has no KVM_GET_STATS_FD");
 	} else {
 		CHECK(r == 0);
 		uint64_t b = 99, h = 99;

@@ -47,7 +47,7 @@ static void test_real(void)
 {
 	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm < 0) {
-		printf("skipped: no /dev/kvm for the real-vCPU part\n");
+		SKIP("no /dev/kvm for the real-vCPU part");
 		return;
 	}
 	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
@@ -63,7 +63,7 @@ static void test_real(void)
 		CHECK_EQ(kvm_steal_time_gpa(vcpu, &gpa), 0);
 		CHECK_EQ(gpa, 0x12340);
 	} else {
-		printf("skipped: this KVM refuses MSR_KVM_STEAL_TIME\n");
+		SKIP("this KVM refuses MSR_KVM_STEAL_TIME");
 	}
 	CHECK(kvm_steal_time_gpa(-1, &gpa) < 0);
 	close(vcpu);

@@ -130,27 +130,98 @@ static int readable(int fd, int timeout_ms)
 	return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
 }
 
+/* Every branch of the host decision, on made-up facts. */
+static void test_decide(void)
+{
+	char why[256];
+	struct ple_host_facts intel = {.kvm = 1, .kvm_intel = 1, .ple_gap = 128, .ple_window = 4096,
+				       .pause_filter_count = -1, .kvm_exit_id = 7};
+	CHECK_EQ(ple_support_decide(&intel, why, sizeof(why)), 0);
+	CHECK(strstr(why, "on (kvm_intel)") != NULL);
+	intel.ple_gap = 0;
+	CHECK_EQ(ple_support_decide(&intel, why, sizeof(why)), -ENOTSUP);
+	CHECK(strstr(why, "ple_gap=0") != NULL);
+	struct ple_host_facts amd = {.kvm = 1, .kvm_amd = 1, .ple_gap = -1, .ple_window = -1,
+				     .pause_filter_count = 3000, .kvm_exit_id = 7};
+	CHECK_EQ(ple_support_decide(&amd, why, sizeof(why)), 0);
+	CHECK(strstr(why, "on (kvm_amd)") != NULL);
+	amd.kvm_exit_id = -ENOENT;
+	CHECK_EQ(ple_support_decide(&amd, why, sizeof(why)), -ENOTSUP);
+	CHECK(strstr(why, "kvm:kvm_exit is not available") != NULL);
+	amd.pause_filter_count = 0;
+	CHECK_EQ(ple_support_decide(&amd, why, sizeof(why)), -ENOTSUP);
+	CHECK(strstr(why, "pause_filter_count=0") != NULL);
+	struct ple_host_facts pvm = {.kvm = 1, .backends = "kvm_pvm", .kvm_exit_id = -ENOENT};
+	CHECK_EQ(ple_support_decide(&pvm, why, sizeof(why)), -ENOTSUP);
+	CHECK(strstr(why, "backend kvm_pvm has no pause-loop exiting") != NULL);
+	struct ple_host_facts none = {.kvm_exit_id = -ENOENT};
+	CHECK_EQ(ple_support_decide(&none, why, sizeof(why)), -ENOTSUP);
+	CHECK(strstr(why, "KVM is not loaded") != NULL);
+	none.kvm = 1;
+	CHECK_EQ(ple_support_decide(&none, why, sizeof(why)), -ENOTSUP);
+	CHECK(strstr(why, "no KVM vendor module") != NULL);
+}
+
+/* A sysfs number, or -1: read here independently of ple_perf.c. */
+static long sys_number(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* This host's answer, against what its sysfs says. */
+static void test_this_host(void)
+{
+	char why[256];
+	int rc = ple_host_support(why, sizeof(why));
+	printf("ple_host_support: %d: %s\n", rc, why);
+	long gap = sys_number("/sys/module/kvm_intel/parameters/ple_gap");
+	long count = sys_number("/sys/module/kvm_amd/parameters/pause_filter_count");
+	if (access("/sys/module/kvm_pvm", F_OK) == 0) {
+		CHECK_EQ(rc, -ENOTSUP);
+		CHECK(strstr(why, "kvm_pvm") != NULL);
+	} else if (access("/sys/module/kvm_amd", F_OK) == 0) {
+		CHECK_EQ(rc, count > 0 && ple_tracepoint_id("kvm:kvm_exit") > 0 ? 0 : -ENOTSUP);
+		if (count <= 0)
+			CHECK(strstr(why, "pause_filter_count=") != NULL);
+	} else if (access("/sys/module/kvm_intel", F_OK) == 0) {
+		CHECK_EQ(rc, gap > 0 && ple_tracepoint_id("kvm:kvm_exit") > 0 ? 0 : -ENOTSUP);
+	} else {
+		CHECK_EQ(rc, -ENOTSUP);
+	}
+	const char *f = ple_exit_filter();
+	printf("ple_exit_filter: %s\n", f ? f : "(none)");
+	if (access("/sys/module/kvm_amd", F_OK) == 0)
+		CHECK(f && !strcmp(f, "exit_reason == 119"));
+	else if (access("/sys/module/kvm_intel", F_OK) == 0)
+		CHECK(f && !strcmp(f, "exit_reason == 40"));
+	else
+		CHECK(f == NULL);
+}
+
 int main(void)
 {
 	enum { K = 100 };
 	char why[256];
-	int rc = ple_host_support(why, sizeof(why));
-	printf("ple_host_support: %d: %s\n", rc, why);
-	CHECK(rc == 0 || rc == -ENOTSUP);
-	CHECK(why[0] != '\0');
-	const char *f = ple_exit_filter();
-	printf("ple_exit_filter: %s\n", f ? f : "(none)");
+	test_decide();
+	test_this_host();
 
 	struct test_vcpu v;
 	if (tv_start(&v, why, sizeof(why)) < 0) {
-		printf("skipped: %s\n", why);
+		SKIP("the tracepoint counts on a real vCPU: %s", why);
 		return check_summary();
 	}
 	pid_t self = (pid_t)syscall(SYS_gettid);
 	struct ple_watch pio, uexit, other, nomatch, match;
-	rc = ple_watch_open(&pio, v.tid, "kvm:kvm_pio", NULL);
+	int rc = ple_watch_open(&pio, v.tid, "kvm:kvm_pio", NULL);
 	if (rc == -ENOENT || rc == -EACCES || rc == -EPERM) {
-		printf("skipped: perf tracepoint kvm:kvm_pio: %s\n", strerror(-rc));
+		SKIP("perf tracepoint kvm:kvm_pio: %s", strerror(-rc));
 		tv_stop(&v);
 		return check_summary();
 	}
