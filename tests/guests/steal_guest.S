@@ -1,13 +1,15 @@
 /* steal_guest: KVM's steal-time record under the co-scheduler. vCPUs 0 and
  * 1 each register a record with MSR_KVM_STEAL_TIME (at CPL 0, where the
- * whole guest stays), then spin LOOPS times watching the other's
- * `preempted` byte. vCPU 0 then waits for vCPU 1's verdict and exits
+ * whole guest stays), then spin for SPIN_TSC cycles of the TSC watching the
+ * other's `preempted` byte: a time, not a count of loops, so that both spin
+ * across several slices whatever the KVM (kvm_pvm emulates CPL 0 at ~1 us an
+ * instruction; hardware runs 60000 loops in well under one slice). vCPU 0 then waits for vCPU 1's verdict and exits
  * through the guest-exit port (ABI.md §5) with
  *	0x10 | own steal > 0 (1) | saw vCPU 1 preempted (2)
  *	     | vCPU 1's steal > 0 (4) | vCPU 1 saw vCPU 0 preempted (8)
  * so two vCPUs sharing one slot give 0x1f. Other vCPUs halt. */
 #define MSR_KVM_STEAL_TIME 0x4b564d03
-#define LOOPS 60000
+#define SPIN_TSC 300000000	/* ~150 ms at 2 GHz: many 6 ms slices */
 
 	.section .text.entry, "ax"
 	.code64
@@ -30,12 +32,18 @@ _start:
 	mov	$MSR_KVM_STEAL_TIME, %ecx
 	wrmsr
 	xor	%r15, %r15		/* times the other was seen preempted */
-	mov	$LOOPS, %rbx
+	rdtsc
+	shl	$32, %rdx
+	or	%rax, %rdx
+	lea	SPIN_TSC(%rdx), %rbx	/* spin until the TSC passes this */
 1:	movzbl	16(%r14), %eax		/* kvm_steal_time.preempted */
 	and	$1, %eax
 	add	%rax, %r15
-	dec	%rbx
-	jnz	1b
+	rdtsc
+	shl	$32, %rdx
+	or	%rax, %rdx
+	cmp	%rbx, %rdx
+	jb	1b
 	xor	%eax, %eax
 	cmpq	$0, (%r13)		/* kvm_steal_time.steal */
 	je	2f
