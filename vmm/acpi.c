@@ -121,7 +121,7 @@ size_t acpi_build(uint8_t *mem, uint64_t gpa, size_t room, unsigned ncpus, const
 	uint64_t rsdp_at = gpa, xsdt_at = gpa + 48, fadt_at = xsdt_at + HDR_LEN + 16;
 	uint64_t dsdt_at = fadt_at + FADT_LEN, madt_at = (dsdt_at + HDR_LEN + aml_len + 15) & ~15ull;
 	size_t used = (size_t)(madt_at + madt_len - gpa);
-	if (used > room || ncpus > 255)
+	if (used > room || ncpus > ACPI_MAX_CPUS)
 		return 0;
 	memset(mem + gpa, 0, used);
 

@@ -28,6 +28,9 @@ struct acpi_pci {
 	uint32_t mmio_base, mmio_size;
 };
 
+/* The MADT's local APIC IDs are one byte (xAPIC). */
+#define ACPI_MAX_CPUS 255
+
 /* Writes the tables at gpa (16-byte aligned) in mem; returns the bytes used,
  * or 0 if they do not fit in room. *rsdp gets the RSDP's address (== gpa). */
 size_t acpi_build(uint8_t *mem, uint64_t gpa, size_t room, unsigned ncpus, const struct acpi_pci *pci,

@@ -189,11 +189,10 @@ static void add_e820(struct linux_load_out *o, uint64_t addr, uint64_t end, uint
 		o->e820[o->ne820++] = (struct e820_entry){ addr, end - addr, type };
 }
 
-int linux_load(uint8_t *mem, const uint8_t *img, size_t len, const struct bzimage *bz,
-	       const struct linux_load_req *req, struct linux_load_out *out, char *why, size_t whylen)
+int linux_place(const struct bzimage *bz, const struct linux_load_req *req, struct linux_load_out *out,
+		char *why, size_t whylen)
 {
 	memset(out, 0, sizeof(*out));
-	(void)len; /* bzimage_parse checked that setup + kernel lie inside it */
 	if (req->ram_end > req->mem_size || req->ram_end < 16 * LINUX_HIGH_MEM)
 		return bad(why, whylen, "guest RAM (%llu MiB usable) is too small for Linux",
 			   (unsigned long long)(req->ram_end >> 20));
@@ -227,9 +226,25 @@ int linux_load(uint8_t *mem, const uint8_t *img, size_t len, const struct bzimag
 		}
 		out->initrd_gpa = (top - req->initrd_len) & ~0xfffull;
 		out->initrd_size = req->initrd_len;
-		memcpy(mem + out->initrd_gpa, req->initrd, req->initrd_len);
 	}
+	out->load_addr = load;
+	out->entry = load + 0x200; /* startup_64 */
+	out->zero_page = LINUX_ZERO_PAGE_GPA;
+	out->kernel_end = kend;
+	return 0;
+}
 
+int linux_load(uint8_t *mem, const uint8_t *img, size_t len, const struct bzimage *bz,
+	       const struct linux_load_req *req, struct linux_load_out *out, char *why, size_t whylen)
+{
+	(void)len; /* bzimage_parse checked that setup + kernel lie inside it */
+	int r = linux_place(bz, req, out, why, whylen);
+	if (r)
+		return r;
+	uint64_t load = out->load_addr;
+	size_t clen = req->cmdline ? strlen(req->cmdline) : 0;
+	if (req->initrd_len)
+		memcpy(mem + out->initrd_gpa, req->initrd, req->initrd_len);
 	memcpy(mem + load, img + bz->setup_size, bz->kernel_size);
 	memset(mem + LINUX_CMDLINE_GPA, 0, clen + 1);
 	if (clen)
@@ -266,11 +281,6 @@ int linux_load(uint8_t *mem, const uint8_t *img, size_t len, const struct bzimag
 		wr64(e, 8, out->e820[i].size);
 		wr32(e, 16, out->e820[i].type);
 	}
-
-	out->load_addr = load;
-	out->entry = load + 0x200; /* startup_64 */
-	out->zero_page = LINUX_ZERO_PAGE_GPA;
-	out->kernel_end = kend;
 	return 0;
 }
 

@@ -77,6 +77,12 @@ struct linux_load_out {
 	unsigned ne820;
 };
 
+/* Where the kernel and initrd go, without touching guest memory: the checks
+ * linux_load makes, done before a VM exists so that a kernel or initrd too
+ * big for -m is a usage error on every machine. 0, or as linux_load. */
+int linux_place(const struct bzimage *bz, const struct linux_load_req *req, struct linux_load_out *out,
+		char *why, size_t whylen);
+
 /* Copies the kernel, initrd and command line into mem and writes the zero
  * page. 0, or -EINVAL / -EFBIG (does not fit: say "give it more memory")
  * with why filled. */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/policy.h"
@@ -76,6 +77,7 @@ void cli_print_run_usage(FILE *out)
 		"      --trace FILE        scheduling timeline as Chrome trace-event JSON (Perfetto)\n"
 		"      --ple-tracepoint TP with --spin-detect ple: count TP (e.g. kvm:kvm_userspace_exit) as\n"
 		"                          pause-loop exits, to exercise the path on hosts without PLE\n"
+		"      --kvm-device PATH   the KVM device (default $VMM_KVM_DEVICE, else /dev/kvm)\n"
 		"security:\n"
 		"      --no-seccomp        no per-thread seccomp filters (debugging; the report says so)\n"
 		"Linux guests (no firmware; 64-bit boot protocol, ACPI, in-kernel irqchip):\n"
@@ -100,7 +102,7 @@ enum {
 	OPT_FIRMWARE = 256, OPT_WORKLOAD, OPT_LOCK, OPT_CS, OPT_WORK, OPT_SPIN,
 	OPT_DURATION, OPT_TIMEOUT, OPT_JSON, OPT_SCHED, OPT_PCPUS, OPT_VMS, OPT_YIELD,
 	OPT_SPIN_DETECT, OPT_SLICE, OPT_PLE_WINDOW, OPT_SAFE_POINT, OPT_DEFER, OPT_PV_SPINLOCK,
-	OPT_PV_SHOOTDOWN, OPT_TRACE, OPT_PLE_TRACEPOINT, OPT_NO_SECCOMP,
+	OPT_PV_SHOOTDOWN, OPT_TRACE, OPT_PLE_TRACEPOINT, OPT_NO_SECCOMP, OPT_KVM_DEVICE,
 	OPT_CPUID_MASK, OPT_HALT_CHECK, /* Linux guests */
 };
 
@@ -130,6 +132,7 @@ static const struct option run_opts[] = {
 	{ "trace", required_argument, 0, OPT_TRACE },
 	{ "ple-tracepoint", required_argument, 0, OPT_PLE_TRACEPOINT },
 	{ "no-seccomp", no_argument, 0, OPT_NO_SECCOMP },
+	{ "kvm-device", required_argument, 0, OPT_KVM_DEVICE },
 	{ "kernel", required_argument, 0, 'k' },
 	{ "initrd", required_argument, 0, 'i' },
 	{ "params", required_argument, 0, 'p' },
@@ -311,6 +314,11 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 			cfg->ple_tracepoint = arg;
 			break;
 		case OPT_NO_SECCOMP: cfg->no_seccomp = true; break;
+		case OPT_KVM_DEVICE:
+			if (!*arg)
+				return parse_fail(err, errlen, "--kvm-device: needs a path (e.g. /dev/kvm)");
+			cfg->kvm_device = arg;
+			break;
 		case 'k': cfg->kernel_path = arg; break;
 		case 'i': cfg->initrd_path = arg; break;
 		case 'p': cfg->cmdline = arg; break;
@@ -344,6 +352,11 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 	}
 	if (optind < argc)
 		return parse_fail(err, errlen, "unexpected argument '%s' (see vmm run --help)", argv[optind]);
+	if (!cfg->kvm_device) {
+		/* The environment reaches `vmm run`s that scripts and `vmm bench` start. */
+		const char *env = getenv(VMM_KVM_DEVICE_ENV);
+		cfg->kvm_device = env && *env ? env : VMM_KVM_DEVICE_DEFAULT;
+	}
 	/* Linux guests (vmm/vm_linux.c) */
 	if (cfg->kernel_path) {
 		if (cfg->firmware_path)

@@ -6,6 +6,9 @@
 #include <stdint.h>
 
 #define VMM_VERSION "0.1.0"
+/* --kvm-device, else $VMM_KVM_DEVICE, else this */
+#define VMM_KVM_DEVICE_DEFAULT "/dev/kvm"
+#define VMM_KVM_DEVICE_ENV "VMM_KVM_DEVICE"
 
 enum sched_mode {
 	SCHED_MODE_VMM,  /* the co-scheduler decides who runs on which slot */
@@ -45,6 +48,7 @@ struct vm_config {
 	const char *trace_path;
 	bool no_seccomp; /* --no-seccomp: no per-thread seccomp filters (debugging) */
 	const char *ple_tracepoint; /* testing: count this tracepoint as PLE exits */
+	const char *kvm_device; /* the KVM device node */
 
 	/* Linux guests (vmm/vm_linux.c): -k boots a bzImage instead of the firmware */
 	const char *kernel_path;

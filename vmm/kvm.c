@@ -8,6 +8,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "vmm/kvm_diagnose.h"
+
 static int check_ext(int fd, long cap)
 {
 	int r = ioctl(fd, KVM_CHECK_EXTENSION, cap);
@@ -31,20 +33,27 @@ static struct kvm_cpuid2 *get_supported_cpuid(int fd)
 	return NULL;
 }
 
-int kvm_host_open(struct kvm_host *kvm, char *msg, unsigned msglen)
+/* The device failed to open or to answer: say why, in words a user can act on. */
+static int explain(const char *path, int e, char *msg, unsigned msglen)
+{
+	struct kvm_diag d;
+	if (kvm_diagnose(path, "/sys", "/proc", &d, msg, msglen) == KVM_DIAG_USABLE)
+		snprintf(msg, msglen, "%s: %s", path, strerror(e)); /* it changed under us */
+	return -e;
+}
+
+int kvm_host_open(struct kvm_host *kvm, const char *path, char *msg, unsigned msglen)
 {
 	memset(kvm, 0, sizeof(*kvm));
-	kvm->fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (kvm->fd < 0) {
-		int e = errno;
-		snprintf(msg, msglen, "cannot open /dev/kvm: %s", strerror(e));
-		return -e;
-	}
+	kvm->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (kvm->fd < 0)
+		return explain(path, errno, msg, msglen);
 	int r = -ENOTSUP;
 	int api = ioctl(kvm->fd, KVM_GET_API_VERSION, 0);
 	if (api != KVM_API_VERSION) {
-		snprintf(msg, msglen, "/dev/kvm speaks API version %d, need %d", api, KVM_API_VERSION);
-		goto fail;
+		close(kvm->fd);
+		kvm->fd = -1;
+		return explain(path, api < 0 ? errno : ENOTSUP, msg, msglen);
 	}
 	if (!check_ext(kvm->fd, KVM_CAP_USER_MEMORY)) {
 		snprintf(msg, msglen, "KVM lacks KVM_CAP_USER_MEMORY");

@@ -14,8 +14,12 @@ struct kvm_host {
 	struct kvm_cpuid2 *supported_cpuid;
 };
 
-/* Returns 0 or -errno; msg gets a line saying what the host lacks. */
-int kvm_host_open(struct kvm_host *kvm, char *msg, unsigned msglen);
+/*
+ * Opens the KVM device at path. Returns 0 or -errno; msg gets what the host
+ * lacks: when the device cannot be used at all, one or two lines ('\n'
+ * between) naming the cause and the next step (vmm/kvm_diagnose.h).
+ */
+int kvm_host_open(struct kvm_host *kvm, const char *path, char *msg, unsigned msglen);
 void kvm_host_close(struct kvm_host *kvm);
 
 #endif

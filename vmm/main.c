@@ -9,6 +9,7 @@
 #include "vmm/cli.h"
 #include "vmm/errors.h"
 #include "vmm/kvm.h"
+#include "vmm/prepare.h"
 #include "vmm/report.h"
 #include "vmm/run.h"
 
@@ -20,6 +21,16 @@ static void usage(FILE *out)
 		"  bench      run a benchmark matrix (`vmm bench --help`)\n"
 		"  version    print the version\n"
 		"  help       this text; `vmm run --help` for run's options\n");
+}
+
+/* Each line of msg as its own "vmm: " line. */
+static void print_lines(FILE *out, const char *msg)
+{
+	for (const char *p = msg; *p;) {
+		size_t n = strcspn(p, "\n");
+		fprintf(out, "vmm: %.*s\n", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
 }
 
 static void trace_vcpu_name(void *ctx, int g, char *buf, unsigned len)
@@ -51,20 +62,38 @@ static int cmd_run(int argc, char **argv)
 		return VMM_EXIT_USAGE;
 	}
 
+	/* Every user error before KVM: exit 2 also where there is no KVM. */
+	struct vm_inputs *in = malloc(sizeof(*in));
+	struct vm_error verr = { 0 };
+	if (!in) {
+		fprintf(stderr, "vmm: out of memory\n");
+		return VMM_EXIT_HOST_ERROR;
+	}
+	if (vm_inputs_prepare(in, &cfg, &verr) < 0) {
+		fprintf(stderr, "vmm: %s\n", verr.msg);
+		vm_inputs_free(in);
+		free(in);
+		return verr.status;
+	}
+
 	r = vcpu_signals_init();
 	if (r) {
 		fprintf(stderr, "vmm: signals: %s\n", strerror(-r));
+		vm_inputs_free(in);
+		free(in);
 		return VMM_EXIT_HOST_ERROR;
 	}
 	struct kvm_host kvm;
-	if (kvm_host_open(&kvm, err, sizeof(err)) < 0) {
-		fprintf(stderr, "vmm: %s\n", err);
+	char kerr[1024];
+	if (kvm_host_open(&kvm, cfg.kvm_device, kerr, sizeof(kerr)) < 0) {
+		print_lines(stderr, kerr);
+		vm_inputs_free(in);
+		free(in);
 		return VMM_EXIT_HOST_ERROR;
 	}
 	struct run run;
-	struct vm_error verr = { 0 };
 	int status;
-	if (run_create(&run, &cfg, &kvm, &verr) < 0) {
+	if (run_create(&run, &cfg, in, &kvm, &verr) < 0) {
 		fprintf(stderr, "vmm: %s\n", verr.msg);
 		status = verr.status;
 	} else {
@@ -98,6 +127,8 @@ static int cmd_run(int argc, char **argv)
 	}
 	run_destroy(&run);
 	kvm_host_close(&kvm);
+	vm_inputs_free(in);
+	free(in);
 	return status;
 }
 

@@ -37,13 +37,8 @@ static int create_sched(struct run *r, struct vm_error *err)
 {
 	const struct vm_config *cfg = r->cfg;
 	bool host = cfg->sched_mode == SCHED_MODE_HOST;
-	int n = sched_glue_host_cpus(cfg->pcpus, r->slot_cpu, RUN_MAX_SLOTS, &r->cpus);
-	if (n == -ERANGE)
-		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL, "--pcpus: %u CPUs asked for, this process may use only %d",
-			    cfg->pcpus, CPU_COUNT(&r->cpus));
-	if (n <= 0)
-		return vm_error_set(err, VMM_EXIT_HOST_ERROR, n ? n : -ENODEV, "cannot read this process's CPU affinity");
-	r->nslots = (unsigned)n;
+	r->nslots = r->in->nslots; /* --pcpus was checked by vm_inputs_prepare */
+	r->cpus = r->in->cpus;
 
 	int *vm_of = calloc(r->nvcpus, sizeof(*vm_of));
 	if (!vm_of)
@@ -64,7 +59,7 @@ static int create_sched(struct run *r, struct vm_error *err)
 	struct sched_params p = {
 		.nvcpus = (int)r->nvcpus,
 		.npcpus = host ? (int)r->nvcpus : (int)r->nslots,
-		.host_cpu = host ? NULL : r->slot_cpu,
+		.host_cpu = host ? NULL : r->in->slot_cpu,
 		.slice_ns = (uint64_t)cfg->slice_us * 1000,
 		.ple_window_ns = (uint64_t)cfg->ple_window_us * 1000,
 		.policy = host ? "none" : cfg->policy,
@@ -131,10 +126,12 @@ static void wire_vcpus(struct run *r)
 		r->halt_check_us = r->cfg->halt_check_us;
 }
 
-int run_create(struct run *r, const struct vm_config *cfg, struct kvm_host *kvm, struct vm_error *err)
+int run_create(struct run *r, const struct vm_config *cfg, const struct vm_inputs *in, struct kvm_host *kvm,
+	       struct vm_error *err)
 {
 	memset(r, 0, sizeof(*r));
 	r->cfg = cfg;
+	r->in = in;
 	r->kvm = kvm;
 	r->nvms = cfg->vms;
 	r->nvcpus = cfg->vms * cfg->ncpus;
@@ -161,7 +158,7 @@ int run_create(struct run *r, const struct vm_config *cfg, struct kvm_host *kvm,
 	if (rc)
 		return rc;
 	for (unsigned k = 0; k < r->nvms; k++) {
-		rc = vm_create(&r->vms[k], k, kvm, cfg, &r->ctl, err);
+		rc = vm_create(&r->vms[k], k, kvm, cfg, in, &r->ctl, err);
 		r->vms_created = k + 1;
 		if (rc)
 			return rc;

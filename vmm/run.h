@@ -14,10 +14,9 @@
 #include "vmm/trace.h"
 #include "vmm/vm.h"
 
-#define RUN_MAX_SLOTS 1024
-
 struct run {
 	const struct vm_config *cfg;
+	const struct vm_inputs *in; /* read and checked before KVM was opened */
 	struct kvm_host *kvm;
 	struct run_ctl ctl;
 	struct vm *vms;
@@ -26,7 +25,6 @@ struct run {
 	struct sched *sched;
 	struct sched_glue *glue; /* [nvcpus] */
 	unsigned nslots;
-	int slot_cpu[RUN_MAX_SLOTS];
 	cpu_set_t cpus; /* the CPUs slots are tied to, or host mode confines to */
 	struct trace *trace;
 	char ple_note[200]; /* why PLE spin detection cannot work here, if it cannot */
@@ -41,7 +39,8 @@ struct run {
 };
 
 /* 0, or negative with err filled (status: usage error or host error). */
-int run_create(struct run *r, const struct vm_config *cfg, struct kvm_host *kvm, struct vm_error *err);
+int run_create(struct run *r, const struct vm_config *cfg, const struct vm_inputs *in, struct kvm_host *kvm,
+	       struct vm_error *err);
 /* Runs to the end; returns the process exit status (enum vmm_exit_status). */
 int run_execute(struct run *r);
 void run_destroy(struct run *r);

@@ -12,12 +12,7 @@
 #include "devices/null_mmio.h"
 #include "vmm/errors.h"
 #include "vmm/fdt_build.h"
-#include "vmm/file.h"
 #include "vmm/vm_linux.h"
-
-#define IMAGE_MAX (256u << 20)
-
-extern const uint8_t vmm_firmware_start[], vmm_firmware_end[];
 
 int vm_error_set(struct vm_error *err, int status, int code, const char *fmt, ...)
 {
@@ -99,31 +94,11 @@ static void on_vcpu_ended(void *opaque, struct vcpu *v)
 	run_ctl_wake(vm->ctl);
 }
 
-static int load_image(struct vm *vm, struct vm_error *err)
+/* The ELF vm_inputs_prepare read and validated for this layout. */
+static void load_image(struct vm *vm)
 {
-	const struct vm_config *cfg = vm->cfg;
-	const uint8_t *img = vmm_firmware_start;
-	size_t len = (size_t)(vmm_firmware_end - vmm_firmware_start);
-	uint8_t *file = NULL;
-	char why[200];
-
-	if (cfg->firmware_path) {
-		int r = read_whole_file(cfg->firmware_path, IMAGE_MAX, &file, &len);
-		if (r)
-			return vm_error_set(err, VMM_EXIT_USAGE, r, "--firmware %s: %s", cfg->firmware_path,
-				    r == -EFBIG ? "larger than 256 MiB" : strerror(-r));
-		img = file;
-	}
-	int r = elf_validate(img, len, vm->layout.reserved_base, &vm->image, why, sizeof(why));
-	if (r == -EFBIG)
-		r = vm_error_set(err, VMM_EXIT_USAGE, r, "%s: %s; give the guest more memory with -m",
-			 cfg->firmware_path ? cfg->firmware_path : "bundled firmware", why);
-	else if (r)
-		r = vm_error_set(err, VMM_EXIT_USAGE, r, "%s: %s", cfg->firmware_path ? cfg->firmware_path : "bundled firmware", why);
-	else
-		elf_copy_segments(img, vm->mem);
-	free(file);
-	return r;
+	vm->image = vm->in->elf;
+	elf_copy_segments(vm->in->image, vm->mem);
 }
 
 static int setup_devices(struct vm *vm)
@@ -141,10 +116,7 @@ static int setup_devices(struct vm *vm)
 static int setup_memory(struct vm *vm, struct vm_error *err)
 {
 	const struct vm_config *cfg = vm->cfg;
-	if (layout_compute(cfg->mem_bytes, cfg->ncpus, &vm->layout))
-		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL,
-			    "--mem: %lluM is not enough for %u vCPUs",
-			    (unsigned long long)(cfg->mem_bytes >> 20), cfg->ncpus);
+	vm->layout = vm->in->layout;
 	vm->mem = mmap(NULL, cfg->mem_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (vm->mem == MAP_FAILED) {
 		vm->mem = NULL;
@@ -207,12 +179,13 @@ static int create_vcpus(struct vm *vm, struct vm_error *err)
 }
 
 int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_config *cfg,
-	      struct run_ctl *ctl, struct vm_error *err)
+	      const struct vm_inputs *in, struct run_ctl *ctl, struct vm_error *err)
 {
 	memset(vm, 0, sizeof(*vm));
 	vm->id = id;
 	vm->ctl = ctl;
 	vm->cfg = cfg;
+	vm->in = in;
 	vm->kvm = kvm;
 	vm->fd = -1;
 
@@ -224,8 +197,10 @@ int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_
 		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -errno, "KVM_CREATE_VM: %s", strerror(errno));
 
 	int r = setup_memory(vm, err);
-	if (!r)
-		r = cfg->kernel_path ? vm_linux_load(vm, err) : load_image(vm, err); /* Linux guests: vm_linux.c */
+	if (!r && cfg->kernel_path)
+		r = vm_linux_load(vm, err); /* Linux guests: vm_linux.c */
+	else if (!r)
+		load_image(vm);
 	if (!r && setup_devices(vm))
 		r = vm_error_set(err, VMM_EXIT_HOST_ERROR, -EEXIST, "device ports overlap");
 	if (!r && vm->linux_guest)

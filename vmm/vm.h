@@ -15,6 +15,7 @@
 #include "vmm/elf_loader.h"
 #include "vmm/kvm.h"
 #include "vmm/layout.h"
+#include "vmm/prepare.h"
 
 enum vm_stop {
 	VM_STOP_NONE = 0,
@@ -63,6 +64,7 @@ struct vm {
 	unsigned id;
 	struct run_ctl *ctl;
 	const struct vm_config *cfg;
+	const struct vm_inputs *in; /* the image and files, read and checked before KVM */
 	struct kvm_host *kvm;
 	int fd;
 	uint8_t *mem;
@@ -84,7 +86,7 @@ struct vm {
 };
 
 int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_config *cfg,
-	      struct run_ctl *ctl, struct vm_error *err);
+	      const struct vm_inputs *in, struct run_ctl *ctl, struct vm_error *err);
 void vm_destroy(struct vm *vm);
 /* Before run_execute: have the event loop call fn whenever fd is readable. */
 int vm_add_poller(struct vm *vm, int fd, void (*fn)(void *ctx), void *ctx);

@@ -10,11 +10,8 @@
 #include "vcpu/kvm_vmcall_probe.h"
 #include "vmm/acpi.h"
 #include "vmm/errors.h"
-#include "vmm/file.h"
 #include "vmm/vm.h"
 
-#define KERNEL_MAX (256u << 20)
-#define INITRD_MAX (1u << 30)
 #define VMCALL_PROBE_MS 100
 /* KVM's special pages for VMX real-mode support, below the IOAPIC (as Firecracker). */
 #define KVM_TSS_GPA 0xfffbd000ull
@@ -92,44 +89,21 @@ int vm_linux_load(struct vm *vm, struct vm_error *err)
 		fprintf(stderr, "vmm: linux: cpuid %s\nvmm: linux: %s; KVM PV features %s\n", l->mask_note,
 			l->vmcall_note, l->pv_note);
 
-	/* The kernel and the initrd. */
-	uint8_t *img = NULL, *initrd = NULL;
-	size_t len = 0, initrd_len = 0;
+	/* The kernel and initrd vm_inputs_prepare read, checked and placed. */
+	const struct vm_inputs *in = vm->in;
 	char why[256];
-	int r = read_whole_file(cfg->kernel_path, KERNEL_MAX, &img, &len);
-	if (r)
-		return vm_error_set(err, VMM_EXIT_USAGE, r, "--kernel %s: %s", cfg->kernel_path,
-			    r == -EFBIG ? "larger than 256 MiB" : strerror(-r));
-	r = bzimage_parse(img, len, &l->bz, why, sizeof(why));
-	if (r) {
-		free(img);
-		return vm_error_set(err, VMM_EXIT_USAGE, r, "--kernel %s: %s", cfg->kernel_path, why);
-	}
-	if (cfg->initrd_path) {
-		r = read_whole_file(cfg->initrd_path, INITRD_MAX, &initrd, &initrd_len);
-		if (r) {
-			free(img);
-			return vm_error_set(err, VMM_EXIT_USAGE, r, "--initrd %s: %s", cfg->initrd_path,
-				    r == -EFBIG ? "larger than 1 GiB" : strerror(-r));
-		}
-	}
-
+	l->bz = in->bz;
 	const struct acpi_pci pci = { .mmio_base = PCI_MMIO_DEFAULT_BASE, .mmio_size = PCI_MMIO_DEFAULT_SIZE };
 	size_t acpi_len = acpi_build(vm->mem, LINUX_ACPI_GPA, LINUX_HIGH_MEM - LINUX_ACPI_GPA, cfg->ncpus, &pci,
 				     &l->acpi_rsdp);
-	if (!acpi_len) {
-		free(img);
-		free(initrd);
-		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL, "--cpus: %u vCPUs do not fit the ACPI tables (at most 255)", cfg->ncpus);
-	}
+	if (!acpi_len)
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOSPC, "the ACPI tables for %u vCPUs do not fit", cfg->ncpus);
 	struct linux_load_req req = {
 		.mem_size = cfg->mem_bytes, .ram_end = vm->layout.reserved_base, .cmdline = cfg->cmdline,
-		.initrd = initrd, .initrd_len = initrd_len, .acpi_rsdp = l->acpi_rsdp,
+		.initrd = in->initrd, .initrd_len = in->initrd_len, .acpi_rsdp = l->acpi_rsdp,
 		.acpi_end = LINUX_ACPI_GPA + acpi_len,
 	};
-	r = linux_load(vm->mem, img, len, &l->bz, &req, &l->load, why, sizeof(why));
-	free(img);
-	free(initrd);
+	int r = linux_load(vm->mem, in->kernel, in->kernel_len, &l->bz, &req, &l->load, why, sizeof(why));
 	if (r)
 		return vm_error_set(err, VMM_EXIT_USAGE, r, "--kernel %s: %s", cfg->kernel_path, why);
 	linux_write_entry_tables(vm->mem);
