@@ -1,17 +1,24 @@
-"""Every user error is one line on stderr and exit status 2, with nothing left behind."""
+"""Every user error is one line on stderr and exit status 2, with nothing left behind.
+
+vmm runs here pointed at a KVM device that does not exist (harness.vmm_without_kvm):
+every refusal below happens before KVM is opened, so it is the same on every
+machine, with or without /dev/kvm. Only a check that asks KVM itself (its
+vCPU limit) needs a real one."""
 import os
 import struct
 import subprocess
 import tempfile
 
 import harness
-from harness import need_kvm, vmm
+from harness import need_kvm, vmm, vmm_without_kvm
 
 
-def _expect_usage_error(*args, words=()):
+def _expect_usage_error(*args, words=(), kvm=False):
+    """kvm=True: a check that asks KVM itself, so vmm gets the real device."""
     with tempfile.TemporaryDirectory() as d:
         jpath = os.path.join(d, "out.json")
-        r = vmm(*args, "--json", jpath, json_report=False)
+        run = vmm if kvm else vmm_without_kvm
+        r = run(*args, "--json", jpath, json_report=False)
         assert r.rc == 2, r
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1, r.stderr
@@ -49,21 +56,18 @@ def test_firmware_is_a_directory():
 
 
 def test_not_an_elf():
-    need_kvm()
     with tempfile.TemporaryDirectory() as d:
         p = _write(d, "x.bin", b"#!/bin/sh\necho hi\n")
         _expect_usage_error("--firmware", p, words=["not an ELF"])
 
 
 def test_not_x86_64():
-    need_kvm()
     with tempfile.TemporaryDirectory() as d:
         p = _write(d, "arm.elf", _minimal_elf(machine=183))
         _expect_usage_error("--firmware", p, words=["x86-64"])
 
 
 def test_truncated_elf():
-    need_kvm()
     with tempfile.TemporaryDirectory() as d:
         good = _minimal_elf()
         for cut in (20, 64 + 30, len(good) - 1):
@@ -73,7 +77,6 @@ def test_truncated_elf():
 
 def test_truncated_bundled_firmware_copy():
     """A real image cut inside its loadable data (the bundled firmware, from the build tree)."""
-    need_kvm()
     fw = os.path.join(harness.BUILD, "firmware", "firmware.elf")
     with open(fw, "rb") as f:
         data = f.read()
@@ -89,14 +92,12 @@ def test_truncated_bundled_firmware_copy():
 
 
 def test_segment_outside_guest_memory():
-    need_kvm()
     with tempfile.TemporaryDirectory() as d:
         p = _write(d, "high.elf", _minimal_elf(paddr=0x7f000000))
         _expect_usage_error("-m", "64M", "--firmware", p, words=["outside guest memory"])
 
 
 def test_memory_too_small_for_image():
-    need_kvm()
     # The bundled firmware needs ~6 MiB; 8M leaves too little after the VMM's pages.
     _expect_usage_error("-m", "8M", words=["outside guest memory", "-m"])
 
@@ -107,7 +108,7 @@ def test_zero_vcpus():
 
 def test_more_vcpus_than_kvm_allows():
     need_kvm()
-    _expect_usage_error("-c", "4096", "-m", "1G", words=["--cpus", "KVM allows at most"])
+    _expect_usage_error("-c", "4096", "-m", "1G", words=["--cpus", "KVM allows at most"], kvm=True)
 
 
 def test_unknown_workload_and_lock():
@@ -124,6 +125,15 @@ def test_malformed_sizes_and_times():
     _expect_usage_error("-c", "two", words=["--cpus"])
 
 
+def test_memory_too_small_for_vcpus():
+    # 600 shared pages and the VMM's tables need more than 4M leaves
+    _expect_usage_error("-c", "600", "-m", "4M", words=["--mem", "not enough for 600 vCPUs"])
+
+
+def test_empty_kvm_device():
+    _expect_usage_error("--kvm-device", "", words=["--kvm-device"])
+
+
 def test_unknown_option():
     _expect_usage_error("--turbo", words=["--turbo"])
 
@@ -135,7 +145,8 @@ def test_no_stray_files_in_cwd():
         vmm_bin = os.path.abspath(harness.vmm_path())
         try:
             os.chdir(d)
-            p = subprocess.run([vmm_bin, "run", "--firmware", "nope.elf"], capture_output=True)
+            p = subprocess.run([vmm_bin, "run", "--firmware", "nope.elf"], capture_output=True,
+                               env=dict(os.environ, VMM_KVM_DEVICE=harness.MISSING_KVM_DEVICE))
             assert p.returncode == 2
             assert os.listdir(d) == []
         finally:

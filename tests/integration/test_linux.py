@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,7 @@ BOOT_BOUND_S = 1500
 
 
 def kernel():
-    harness.need_kvm()
+    """Fetching needs no KVM: a test that boots it calls harness.need_kvm() first."""
     try:
         return fetch_kernel.guest_kernel(harness.BUILD)
     except debian_kernel.FetchError as e:
@@ -55,25 +56,77 @@ def test_linux_bzimage_unit_on_real_kernel():
     assert "real kernel" in p.stdout and "corrupted copies" in p.stdout, p.stdout
 
 
+def synthetic_bzimage(init_size=4 << 20):
+    """A well-formed 64-bit bzImage header (protocol 2.15) over a 64 KiB
+    "kernel" that nothing will run: enough for every check made before KVM."""
+    setup, kern = 5 * 512, 64 << 10
+    img = bytearray(setup + kern)
+    img[0x1f1] = 4                                   # setup_sects
+    struct.pack_into("<I", img, 0x1f4, kern // 16)   # syssize
+    struct.pack_into("<H", img, 0x1fe, 0xaa55)
+    img[0x200:0x202] = b"\xeb\x6a"                   # jump; the header ends at 0x26c
+    img[0x202:0x206] = b"HdrS"
+    struct.pack_into("<H", img, 0x206, 0x020f)
+    img[0x211] = 0x01                                # LOADED_HIGH
+    struct.pack_into("<I", img, 0x22c, 0x7fffffff)   # initrd_addr_max
+    struct.pack_into("<I", img, 0x230, 0x200000)     # kernel_alignment
+    img[0x234], img[0x235] = 1, 21                   # relocatable, min_alignment
+    struct.pack_into("<H", img, 0x236, 0x3)          # XLF_KERNEL_64 | CAN_BE_LOADED_ABOVE_4G
+    struct.pack_into("<I", img, 0x238, 2047)         # cmdline_size
+    struct.pack_into("<Q", img, 0x258, 16 << 20)     # pref_address
+    struct.pack_into("<I", img, 0x260, init_size)
+    return bytes(img)
+
+
+def _usage_error(*args, words=()):
+    """Exit 2 and one line, with vmm pointed at a missing KVM device: the
+    input is refused before KVM is opened, on every machine."""
+    r = harness.vmm_without_kvm(*args, json_report=False)
+    assert r.rc == 2 and len(r.stderr.strip().splitlines()) == 1, (args, r)
+    for w in words:
+        assert w in r.stderr, (args, w, r.stderr)
+
+
 def test_linux_malformed_images_are_usage_errors():
-    harness.need_kvm()
     with tempfile.TemporaryDirectory() as d:
         junk = os.path.join(d, "junk")
         with open(junk, "wb") as f:
             f.write(b"\x7fELF" + bytes(4096))
-        r = harness.vmm("-k", junk, json_report=False)
-        assert r.rc == 2 and "not a bzImage" in r.stderr, r
-        r = harness.vmm("-k", os.path.join(d, "missing"), json_report=False)
-        assert r.rc == 2 and "No such file" in r.stderr, r
-        r = harness.vmm("-k", junk, "--cpuid-mask", "sse9", json_report=False)
-        assert r.rc == 2 and "unknown feature" in r.stderr, r
-        r = harness.vmm("-i", junk, json_report=False)
-        assert r.rc == 2 and "need --kernel" in r.stderr, r
-        r = harness.vmm("--halt-check-us", "500", json_report=False)
-        assert r.rc == 2 and "need --kernel" in r.stderr, r
-        r = harness.vmm("-k", junk, "--halt-check-us", "-1", json_report=False)
-        assert r.rc == 2 and "--halt-check-us" in r.stderr, r
-        vmlinuz, _ = kernel()
+        _usage_error("-k", junk, words=["not a bzImage"])
+        _usage_error("-k", os.path.join(d, "missing"), words=["No such file"])
+        _usage_error("-k", junk, "--cpuid-mask", "sse9", words=["unknown feature"])
+        _usage_error("-i", junk, words=["need --kernel"])
+        _usage_error("--halt-check-us", "500", words=["need --kernel"])
+        _usage_error("-k", junk, "--halt-check-us", "-1", words=["--halt-check-us"])
+        _usage_error("-k", d, words=["--kernel", "Is a directory"])
+
+        good = os.path.join(d, "bzImage")
+        with open(good, "wb") as f:
+            f.write(synthetic_bzimage())
+        big = os.path.join(d, "big")
+        with open(big, "wb") as f:
+            f.write(synthetic_bzimage(init_size=64 << 20))
+        initrd = os.path.join(d, "initrd")
+        with open(initrd, "wb") as f:
+            f.truncate(20 << 20)
+        # an image or initrd too big for -m
+        _usage_error("-k", big, "-m", "64M", words=["--kernel", "give the guest more memory with -m"])
+        _usage_error("-k", good, "-i", initrd, "-m", "40M", words=["initrd does not fit", "more memory"])
+        _usage_error("-k", good, "-i", os.path.join(d, "noinitrd"), words=["--initrd", "No such file"])
+        _usage_error("-k", good, "-p", "x" * 3000, words=["command line is 3000 bytes"])
+        _usage_error("-k", good, "-c", "256", words=["--cpus", "at most 255"])
+        # -d: the disk image must open (read-write, or read-only with ,ro)
+        _usage_error("-k", good, "-d", os.path.join(d, "nodisk.img"), words=["--disk", "No such file"])
+        _usage_error("-k", good, "-d", os.path.join(d, "nodisk.img") + ",ro", words=["--disk", "No such file"])
+        _usage_error("-k", good, "-d", d, words=["--disk", "Is a directory"])
+        _usage_error("-k", good, "-d", "/dev/null", words=["--disk", "not a regular file or block device"])
+
+
+def test_linux_corrupted_real_kernel_is_usage_error():
+    """Debian's kernel, corrupted or given too little memory: refused before
+    KVM is opened (no KVM needed, only the kernel)."""
+    vmlinuz, _ = kernel()
+    with tempfile.TemporaryDirectory() as d:
         with open(vmlinuz, "rb") as f:
             img = bytearray(f.read())
         bad = bytearray(img)
@@ -81,17 +134,11 @@ def test_linux_malformed_images_are_usage_errors():
         path = os.path.join(d, "old")
         with open(path, "wb") as f:
             f.write(bad)
-        r = harness.vmm("-k", path, json_report=False)
-        assert r.rc == 2 and "2.12" in r.stderr, r
+        _usage_error("-k", path, words=["2.12"])
         with open(path, "wb") as f:
             f.write(img[: len(img) // 2])
-        r = harness.vmm("-k", path, json_report=False)
-        assert r.rc == 2 and "truncated" in r.stderr, r
-        r = harness.vmm("-k", vmlinuz, "-m", "32M", json_report=False)
-        assert r.rc == 2 and "more memory" in r.stderr, r
-        # -d: the disk image must open (read-write, or read-only with ,ro)
-        r = harness.vmm("-k", vmlinuz, "-m", "256M", "-d", os.path.join(d, "nodisk.img"), json_report=False)
-        assert r.rc == 2 and "--disk" in r.stderr and "No such file" in r.stderr, r
+        _usage_error("-k", path, words=["truncated"])
+        _usage_error("-k", vmlinuz, "-m", "32M", words=["more memory"])
 
 
 def test_linux_virtio_blk_disk_attaches():
@@ -114,6 +161,7 @@ def test_linux_runs_under_the_seccomp_filters():
     """A Linux guest with a disk runs under both filters (the report says so,
     nothing is caught), and they are really installed: the test hook's
     forbidden call is caught on a Linux vCPU thread and on the event loop."""
+    harness.need_kvm()
     vmlinuz, initrd = kernel()
     with tempfile.TemporaryDirectory() as d:
         disk = os.path.join(d, "disk.img")
@@ -136,6 +184,7 @@ def test_linux_halted_vcpus_give_their_slots_back():
     stat is 1), exactly like an idle vCPU in HLT. 4 vCPUs on 1 slot: with
     parking the boot CPU gets nearly all of the slot; with --halt-check-us 0
     the halted APs take their turns and it gets about a quarter."""
+    harness.need_kvm()
     vmlinuz, initrd = kernel()
     args = ("-k", vmlinuz, "-i", initrd, "-m", "256M", "-c", "4", "--pcpus", "1", "--timeout", "3s")
     on = harness.vmm(*args)
@@ -214,6 +263,7 @@ def test_linux_boots_to_init_and_finds_its_disk_through_acpi():
     non-PVM guest to CPL 0 on SYSCALL), so no user space, no module load,
     no disk I/O; test_linux_boot_to_shell_and_poweroff covers those where
     hardware virtualization is present."""
+    harness.need_kvm()
     vmlinuz, initrd = kernel()
     cmdline = "console=ttyS0 earlyprintk=ttyS0 reboot=k panic=-1 vmm.test=1"
     if emulated_cpl0():
@@ -256,6 +306,7 @@ def test_linux_boot_to_shell_and_poweroff():
         raise harness.Skip("this host's KVM (kvm_pvm) emulates guest CPL0 code at ~1 µs per instruction "
                            "and lacks instructions Linux needs later in boot (HOST.md); a full boot "
                            "needs hardware virtualization (VMX/SVM)")
+    harness.need_kvm()
     vmlinuz, initrd = kernel()
     with tempfile.TemporaryDirectory() as d:
         disk = os.path.join(d, "disk.img")
