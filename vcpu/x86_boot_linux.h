@@ -8,6 +8,7 @@
 #ifndef VMM_VCPU_X86_BOOT_LINUX_H
 #define VMM_VCPU_X86_BOOT_LINUX_H
 
+#include <linux/kvm.h>
 #include <stdint.h>
 
 struct x86_linux_entry {
@@ -18,8 +19,24 @@ struct x86_linux_entry {
 	uint16_t cs, ds, tss;
 };
 
-/* Sets the entry state on vCPU 0; on every vCPU, LINT0 = ExtINT and LINT1 =
- * NMI in the local APIC (virtual-wire mode, as a PC BIOS leaves it). */
+/* Sets the entry state on vCPU 0; on every vCPU, the local APIC's LINT
+ * entries (x86_linux_lint) and the MSRs firmware would have programmed
+ * (vcpu/x86_msrs_linux.h). */
 int x86_boot_linux_set_vcpu(int vcpu_fd, const struct x86_linux_entry *e, unsigned vcpu_id);
+
+#define APIC_LVT0 0x350
+#define APIC_LVT1 0x360
+#define APIC_LVT_MASKED (1u << 16)
+#define APIC_LVT_MODE(v) (((v) >> 8) & 7u)
+#define APIC_MODE_NMI 0x4u
+#define APIC_MODE_EXTINT 0x7u
+
+/* LVT0 (LINT0) and LVT1 (LINT1) for vCPU vcpu_id (0 is the boot CPU). */
+struct x86_lint {
+	uint32_t lvt0, lvt1;
+};
+struct x86_lint x86_linux_lint(unsigned vcpu_id);
+/* Writes them into a KVM_GET_LAPIC image, leaving every other register. */
+void x86_linux_lint_apply(struct kvm_lapic_state *s, unsigned vcpu_id);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define KVM_SIG_LEAF 0x40000000u
@@ -22,6 +23,8 @@
 #define ECX_AVX (1u << 28)
 #define ECX_F16C (1u << 29)
 #define ECX_HYPERVISOR (1u << 31)
+/* Leaf 1 EDX. */
+#define EDX_MTRR (1u << 12)
 /* Leaf 7.0. */
 #define L7_EBX_AVX2 (1u << 5)
 #define L7_EBX_AVX512 0xdc230000u /* F, DQ, IFMA, PF, ER, CD, BW, VL */
@@ -162,6 +165,33 @@ uint32_t x86_kvm_pv_features(const struct kvm_cpuid2 *sup, bool vmcall_ok, bool 
 	return f;
 }
 
+void x86_cpuid_linux_offer(struct x86_cpuid_linux *o, int cap, char *note, size_t notelen)
+{
+	/* QEMU offers the bit on the same condition: the cap, and the local APIC
+	 * in the kernel (always so for Linux guests here). With it Linux's
+	 * local-APIC timer, its only clock event on this hardware-reduced
+	 * machine (vmm/vm_linux.h), needs no calibration at all. */
+	bool masked = o->mask & CPUID_MASK_TSC_DEADLINE;
+	o->tsc_deadline = cap > 0 && !masked;
+	const char *mtrr = "mtrr (default type write-back)";
+	if (o->tsc_deadline)
+		snprintf(note, notelen, "; offered tsc-deadline (KVM_CAP_TSC_DEADLINE_TIMER), %s", mtrr);
+	else if (masked)
+		snprintf(note, notelen, "; offered %s; tsc-deadline masked", mtrr);
+	else if (cap == 0)
+		snprintf(note, notelen, "; offered %s; tsc-deadline not offered: the host's KVM lacks "
+			 "KVM_CAP_TSC_DEADLINE_TIMER", mtrr);
+	else
+		snprintf(note, notelen, "; offered %s; tsc-deadline not offered: KVM_CHECK_EXTENSION: %s", mtrr,
+			 strerror(-cap));
+}
+
+int x86_kvm_tsc_deadline_cap(int kvm_fd)
+{
+	int r = ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER);
+	return r < 0 ? -errno : r;
+}
+
 struct kvm_cpuid2 *x86_cpuid_linux_for_vcpu(const struct kvm_cpuid2 *sup, unsigned vcpu_id,
 					    const struct x86_cpuid_linux *o)
 {
@@ -187,8 +217,16 @@ struct kvm_cpuid2 *x86_cpuid_linux_for_vcpu(const struct kvm_cpuid2 *sup, unsign
 				e.ecx &= ~(ECX_AVX | ECX_FMA | ECX_F16C);
 			if (o->mask & CPUID_MASK_X2APIC)
 				e.ecx &= ~ECX_X2APIC;
+			/* KVM_GET_SUPPORTED_CPUID never lists it: KVM_CAP_TSC_DEADLINE_TIMER does */
+			if (o->tsc_deadline)
+				e.ecx |= ECX_TSC_DEADLINE;
 			if (o->mask & CPUID_MASK_TSC_DEADLINE)
 				e.ecx &= ~ECX_TSC_DEADLINE;
+			/* KVM emulates the MTRR MSRs in its common x86 code on every host
+			 * and lists the bit only when the host CPU has it; x86_msrs_linux
+			 * programs them on every vCPU, so the bit says what is there.
+			 * Without it Linux says "MTRRs disabled" and turns PAT off. */
+			e.edx |= EDX_MTRR;
 			break;
 		case 5: /* MONITOR/MWAIT parameters: MWAIT is not offered */
 			e.eax = e.ebx = e.ecx = e.edx = 0;

@@ -1,8 +1,11 @@
 /*
  * CPUID for Linux guests: what KVM supports, with the in-kernel local APIC
  * kept, KVM's signature leaves (0x40000000 "KVMKVMKVM", 0x40000001 PV
- * features) filtered to what the host really serves, and the features a
- * host's instruction emulator lacks masked (--cpuid-mask).
+ * features) filtered to what the host really serves, the features a host's
+ * instruction emulator lacks masked (--cpuid-mask), and two features KVM
+ * serves whatever that list says offered: the TSC-deadline timer (never
+ * listed) and MTRRs (emulated on every host, listed only when the host CPU
+ * has them).
  */
 #ifndef VMM_VCPU_X86_CPUID_KVM_H
 #define VMM_VCPU_X86_CPUID_KVM_H
@@ -44,7 +47,19 @@ const char *x86_kvm_feature_names(uint32_t f, char *buf, size_t len);
 struct x86_cpuid_linux {
 	uint32_t kvm_features; /* 0x40000001 EAX */
 	unsigned mask;         /* CPUID_MASK_* */
+	bool tsc_deadline;     /* set leaf 1 ECX 24: x86_cpuid_linux_offer decides */
 };
+
+/*
+ * What KVM serves but KVM_GET_SUPPORTED_CPUID does not list, so the VMM must
+ * offer it itself: the TSC-deadline timer of the in-kernel local APIC
+ * (tsc_deadline_cap: KVM_CHECK_EXTENSION(KVM_CAP_TSC_DEADLINE_TIMER), >0 yes,
+ * 0 no, <0 -errno), unless o->mask hides it. Sets o->tsc_deadline and appends
+ * "; offered ..." (and what was not, and why) to note.
+ */
+void x86_cpuid_linux_offer(struct x86_cpuid_linux *o, int tsc_deadline_cap, char *note, size_t notelen);
+/* KVM_CHECK_EXTENSION(KVM_CAP_TSC_DEADLINE_TIMER) on the KVM fd: >0, 0, or -errno. */
+int x86_kvm_tsc_deadline_cap(int kvm_fd);
 
 /* A copy of supported for vCPU vcpu_id, for a Linux guest; free() it. */
 struct kvm_cpuid2 *x86_cpuid_linux_for_vcpu(const struct kvm_cpuid2 *supported, unsigned vcpu_id,

@@ -80,6 +80,9 @@ int vm_linux_load(struct vm *vm, struct vm_error *err)
 			 x86_cpuid_mask_names(mask, names, sizeof(names)));
 	}
 	l->cpuid.mask = mask;
+	size_t at = strlen(l->mask_note);
+	x86_cpuid_linux_offer(&l->cpuid, x86_kvm_tsc_deadline_cap(vm->kvm->fd), l->mask_note + at,
+			      sizeof(l->mask_note) - at);
 	l->cpuid.kvm_features = (mask & CPUID_MASK_KVM) ? 0 :
 		x86_kvm_pv_features(vm->kvm->supported_cpuid, l->vmcall_ok == 1, cfg->pv_spinlock, l->pv_note,
 				    sizeof(l->pv_note));

@@ -4,6 +4,19 @@
  * memory; KVM's in-kernel irqchip (PIC, IOAPIC, local APICs) and PIT; the
  * UART's interrupt; the PC ports for reset and power-off; CPUID with KVM's
  * PV leaves filtered to what this host serves.
+ *
+ * No timer ticks until each CPU's local-APIC timer starts, on purpose. The
+ * FADT says hardware-reduced, so Linux programs neither the PIT's channel 0
+ * nor the 8259s (its timer_init is a no-op there), and there is no HPET. Its
+ * clock events are then the per-CPU local-APIC timers, which KVM emulates in
+ * the kernel with no exit to this process: in TSC-deadline mode when CPUID
+ * offers it (KVM_CAP_TSC_DEADLINE_TIMER), which needs no calibration, else
+ * calibrated by polling the TSC. A PIT tick would add an interrupt through
+ * the IOAPIC per tick that only a legacy machine needs, and an HPET would be
+ * MMIO exits to emulate here (HOST.md: exits are dear). The in-kernel PIT
+ * stays for what needs no interrupt: channel 2 behind port 0x61, which Linux
+ * may use to measure the TSC when kvmclock is masked. The 8259s cannot be
+ * left out of KVM_CREATE_IRQCHIP, so LINT0 is masked (vcpu/x86_boot_linux.c).
  */
 #ifndef VMM_VM_LINUX_H
 #define VMM_VM_LINUX_H
