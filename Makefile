@@ -19,13 +19,16 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 
 VMM := $(BUILD)/vmm
 
-.PHONY: all deps run test test-unit test-integration sanitize tsan fuzz fuzz-bins build-tests clean bench
+.PHONY: all deps run run-nested test test-nested test-unit test-integration sanitize tsan fuzz fuzz-bins build-tests clean bench
 all: deps $(VMM) test-guests
 
 # Debian packages this project needs: the libraries it links, and the tools
 # the tests use. Installed with apt-get when missing (we run as root), or one
 # line naming the command.
-DEB_PKGS := libfdt-dev libseccomp-dev liburing-dev python3 gnuplot-nox clang libclang-rt-14-dev acpica-tools
+# qemu-system-x86: the nested KVM stage (tests/nested/run); it fetches its
+# kernel and busybox with apt-get download, nothing else is downloaded.
+DEB_PKGS := libfdt-dev libseccomp-dev liburing-dev python3 gnuplot-nox clang libclang-rt-14-dev acpica-tools \
+	qemu-system-x86
 deps:
 	@./tests/deps.sh $(DEB_PKGS)
 
@@ -47,8 +50,17 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(HOST_OBJS) $(FW_BLOB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
+# Where this machine has no usable /dev/kvm, `make run` says so and boots
+# the guest on the nested KVM instead (`vmm run` alone names the cause).
 run: all
-	$(VMM) run
+	@if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ]; then $(VMM) run; else \
+		echo "make run: no usable /dev/kvm here; running on kvm_amd nested in QEMU (tests/nested/run)" >&2; \
+		tests/nested/run -- $(VMM) run; fi
+
+# The bundled guest on mainstream KVM (kvm_amd nested in QEMU's emulator),
+# on any machine, /dev/kvm or not: tests/nested/run -- CMD runs any command.
+run-nested: all
+	tests/nested/run -- $(VMM) run
 
 # The default benchmark matrix (a few minutes on 2 CPUs); see BENCHMARKS.md.
 bench: all
@@ -106,6 +118,11 @@ fuzz-build: deps
 
 test: build-tests $(SEC_BUILDS)
 	@python3 tests/run_all.py --build $(BUILD) $(SEC_ARGS)
+
+# Only the nested stage: every integration test and the KVM unit binaries,
+# inside the nested KVM.
+test-nested: build-tests
+	@python3 tests/run_all.py --build $(BUILD) --nested only
 
 # The whole suite again, built with ASan+UBSan in its own build folder.
 sanitize: sanitize-build

@@ -22,7 +22,7 @@ UNIT_LINE = re.compile(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?")
 
 # Unit binaries with parts that need /dev/kvm (they count those parts as
 # skipped where there is none): the nested stage runs them on kvm_amd.
-KVM_UNITS = ("test_kvm_stats", "test_kvm_steal_time", "test_ple_perf")
+KVM_UNITS = ("test_kvm_stats", "test_kvm_steal_time", "test_ple_perf", "test_x86_linux_cpu")
 
 
 def say(line):
@@ -152,6 +152,10 @@ def run_nested(build, tests, units, label):
     return p, fl, sk
 
 
+def kvm_here():
+    return os.access("/dev/kvm", os.R_OK | os.W_OK)
+
+
 def nested_selection(native_no_kvm, partial_units, mode, only):
     """What the nested stage runs. Without a usable /dev/kvm here: every
     test that skipped for want of it. With one: the tests marked
@@ -159,7 +163,7 @@ def nested_selection(native_no_kvm, partial_units, mode, only):
     them. mode "only": every integration test and the KVM units."""
     if mode == "only":
         return [full for full, _ in integration_tests(only)], [u for u in KVM_UNITS if re.search(only, u)]
-    if native_no_kvm or not os.access("/dev/kvm", os.R_OK | os.W_OK):
+    if native_no_kvm or not kvm_here():
         return native_no_kvm, [name for name, _ in partial_units]
     return ([full for full, t in integration_tests(only) if getattr(t, "nested_stage", False)],
             [u for u in KVM_UNITS if re.search(only, u)])
@@ -176,6 +180,8 @@ def run_sanitized(build, only, nested_mode):
     with --no-seccomp instead. Unit tests keep leak checks on."""
     old_build, old_env = harness.BUILD, os.environ.get("ASAN_OPTIONS")
     os.environ["ASAN_OPTIONS"] = "detect_leaks=0"
+    if nested_mode == "auto" and kvm_here():
+        nested_mode = "off"  # the plain suite's nested stage already ran both KVMs
     try:
         p, f, sk = run_suite(build, only, None, nested_mode, "asan", integration_asan=True)
     finally:
