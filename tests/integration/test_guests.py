@@ -9,6 +9,7 @@ import harness
 from harness import guest, need_kvm, vmm
 
 
+@harness.nested_stage
 def test_abi_document_guest_reports_intact():
     need_kvm()
     for cpus in (1, 3):
@@ -37,6 +38,7 @@ def test_guest_exit_port_status():
     assert r.report["status"] == "guest_failed" and r.report["guest_status"] == 7, r.report
 
 
+@harness.nested_stage
 def test_triple_fault_is_reported_with_registers():
     need_kvm()
     r = vmm("--firmware", guest("fault_guest.elf"), "-c", "2", "--timeout", "60s")
@@ -49,6 +51,7 @@ def test_triple_fault_is_reported_with_registers():
     assert f"vCPU {faulted[0]['id']} faulted" in r.stderr and "rip " in r.stderr and "cr3 " in r.stderr
 
 
+@harness.nested_stage
 def test_timeout_stops_a_runaway_guest():
     need_kvm()
     t0 = time.time()
@@ -72,6 +75,7 @@ def test_sigint_stops_cleanly_with_report():
     assert "status     signal" in out, out
 
 
+@harness.nested_stage
 def test_guest_deadlock_is_reported_not_a_hang():
     need_kvm()
     for mode in ("vmm", "host"):
@@ -86,6 +90,7 @@ def test_guest_deadlock_is_reported_not_a_hang():
         assert r.report["sched"]["waits"] == 3
 
 
+@harness.nested_stage
 def test_int3_and_fwait_at_cpl0_behave_as_on_hardware():
     """tests/guests/trap_guest.S: three INT3s reach the guest's own #BP
     handler and two FWAITs do nothing, whether the CPU runs them or (on

@@ -28,6 +28,7 @@ import harness
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "linux"))
 import debian_kernel  # noqa: E402
 import fetch_kernel  # noqa: E402
+import qemu_reference  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -44,6 +45,61 @@ def kernel():
 
 def emulated_cpl0():
     return os.path.exists("/sys/module/kvm_pvm")
+
+
+# The full boot's command line and what its /init prints first.
+FULL_BOOT_CMDLINE = "console=ttyS0 reboot=k vmm.disk"
+USER_SPACE = "VMM-INIT-OK"
+REFERENCE_BOUND_S, REFERENCE_STALL_S = 600, 90
+
+
+def kvm_identity():
+    mods = [m for m in ("kvm_intel", "kvm_amd", "kvm_pvm") if os.path.isdir(f"/sys/module/{m}")]
+    return ",".join(mods) + (f" ({harness.nested()})" if harness.nested() else "")
+
+
+def qemu_reference_verdict(vmlinuz, initrd):
+    """Whether QEMU -accel kvm boots the full-boot kernel and initramfs to
+    user space on this KVM, and what it showed: measured once a day per
+    kernel package, KVM and QEMU version (every stage of one `make test`
+    shares it), kept in BUILD/linux/qemu-reference.json."""
+    qemu = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True, text=True).stdout
+    with open(os.path.join(os.path.dirname(vmlinuz), "kernel-package")) as f:
+        key = f"{f.read().strip()} {kvm_identity()} {qemu.splitlines()[0] if qemu else ''}"
+    cache = os.path.join(os.path.dirname(vmlinuz), "qemu-reference.json")
+    try:
+        with open(cache) as f:
+            v = json.load(f)
+        if v["key"] == key and time.time() - v["at"] < 86400:
+            return v
+    except (OSError, ValueError, KeyError):
+        pass
+    with tempfile.TemporaryDirectory() as d:
+        disk = os.path.join(d, "disk.img")
+        with open(disk, "wb") as f:
+            f.truncate(8 << 20)
+        b = qemu_reference.boot(vmlinuz, initrd, FULL_BOOT_CMDLINE, disk, USER_SPACE,
+                                REFERENCE_BOUND_S, REFERENCE_STALL_S)
+    v = {"key": key, "at": time.time(), "reached": b.reached, "seconds": round(b.seconds),
+         "quiet_s": round(b.stalled_s or 0), "last": b.last_lines(2),
+         "run_init": "Run /init as init process" in b.console}
+    print(f"    QEMU -accel kvm reference: user space {'reached' if b.reached else 'not reached'} "
+          f"in {b.seconds:.0f}s; last: {v['last'][-160:]}")
+    with open(cache, "w") as f:
+        json.dump(v, f)
+    return v
+
+
+def need_qemu_to_reach(vmlinuz, initrd, what):
+    """Runs the test only where QEMU on this KVM gets as far: where it does
+    and vmm does not, that is vmm's bug; where neither does, the KVM is."""
+    v = qemu_reference_verdict(vmlinuz, initrd)
+    if not (v["reached"] if what == "user space" else v["run_init"]):
+        raise harness.Skip(
+            f"QEMU -accel kvm on this KVM ({kvm_identity()}) does not reach {what} with this kernel either: "
+            f"its console went quiet {v['seconds'] - v['quiet_s']}s into the boot (then {v['quiet_s']}s "
+            f"of silence; last: {v['last'][-160:]!r}); measured "
+            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(v['at']))} UTC, see docs/nested-kvm.md")
 
 
 def test_linux_bzimage_unit_on_real_kernel():

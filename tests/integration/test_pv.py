@@ -2,12 +2,14 @@
 keeps mutual exclusion under every policy and overcommit, the shootdown and
 barrier workloads keep their invariants, and random hypercalls from a guest
 are all answered."""
+import harness
 from harness import check_mutual_exclusion, guest, need_kvm, vmm
 
 LOCKS = ["ticket", "tas", "pvticket", "mcs", "pvmcs"]
 POLICIES = ["none", "random", "directed", "holder", "pv", "gang"]
 
 
+@harness.nested_stage
 def test_thousands_of_wait_kick_pairs_lose_nothing():
     need_kvm()
     for args in (["-c", "2", "--pcpus", "2"], ["-c", "2", "--pcpus", "1"], ["-c", "3", "--pcpus", "1", "--yield", "none"],
@@ -22,6 +24,7 @@ def test_thousands_of_wait_kick_pairs_lose_nothing():
         assert lat["count"] > 0 and 0 < lat["p50"] <= lat["p99"] <= max(lat["max"], lat["p99"]), lat
 
 
+@harness.nested_stage
 def test_every_lock_kind_every_policy_keeps_mutual_exclusion():
     need_kvm()
     for lock in LOCKS:
@@ -73,6 +76,7 @@ def test_barrier_every_vcpu_ends_in_the_same_phase():
         assert all(x["early_releases"] == 0 for x in reps), reps
 
 
+@harness.nested_stage
 def test_random_hypercalls_from_a_guest_are_all_answered():
     need_kvm()
     for args in (["-c", "2", "--pcpus", "2"], ["-c", "4", "--pcpus", "1"], ["-c", "2", "--sched", "host"],

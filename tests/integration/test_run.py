@@ -1,5 +1,6 @@
 """The bundled guest boots on 1, 2, 4 and 8 vCPUs, host-scheduled, and proves
 mutual exclusion for every lock kind."""
+import harness
 from harness import check_mutual_exclusion, need_kvm, vmm, vmm_raw
 
 LOCKS = ["ticket", "tas"]
@@ -38,6 +39,7 @@ def test_lockbench_4_vcpus():
         _lockbench(4, lock)
 
 
+@harness.nested_stage
 def test_lockbench_8_vcpus_on_2_host_cores():
     for lock in LOCKS:
         _lockbench(8, lock)

@@ -19,6 +19,7 @@ def _check_slots_respected(rep, pcpus):
     assert run_ns <= pcpus * rep["wall_ns"] * 1.01 + 2e6, (run_ns, pcpus, rep["wall_ns"])
 
 
+@harness.nested_stage
 def test_every_policy_8_vcpus_on_2_slots():
     need_kvm()
     for pol in POLICIES:
@@ -62,6 +63,7 @@ def test_slices_preempt_under_overcommit():
     assert all(v["sched"]["ns_runnable"] > 0 for v in rep["vcpus"])
 
 
+@harness.nested_stage
 def test_safe_points_turn_preemptions_into_guest_yields():
     """With safe points the guest yields at its own lock boundary; the hard
     deadline is the exception (start-up and the end, outside any lock).
@@ -123,6 +125,7 @@ def test_pv_spinlock_beats_ticket_lock_under_overcommit():
     assert p > 5 * n, (n, p)
 
 
+@harness.nested_stage
 def test_several_vms_under_one_scheduler():
     need_kvm()
     for pol in ("gang", "directed"):

@@ -5,6 +5,7 @@ the filters on, so they also prove the lists allow what each mode needs.)"""
 import os
 import re
 
+import harness
 from harness import need_kvm, vmm
 
 SECCOMP_EXIT = 7
@@ -26,10 +27,12 @@ def _expect_caught(kind, thread):
     assert re.fullmatch(rf"vmm: seccomp: thread {thread} made forbidden system call socket \(41\)", lines[0]), lines
 
 
+@harness.nested_stage
 def test_vcpu_filter_catches_a_forbidden_call():
     _expect_caught("vcpu", "vcpu0")
 
 
+@harness.nested_stage
 def test_event_loop_filter_catches_a_forbidden_call():
     _expect_caught("loop", "loop")
 
@@ -52,6 +55,7 @@ def test_report_says_filters_are_on():
     assert "seccomp    on (vcpu, loop filters)" in r.stdout, r.stdout
 
 
+@harness.nested_stage
 def test_filters_allow_every_mode():
     """The lists were cut from strace of these runs: each must still pass."""
     need_kvm()

@@ -14,6 +14,7 @@ def run(*args):
     return r
 
 
+@harness.nested_stage
 def test_steal_time_and_preempted_reach_the_guest():
     harness.need_kvm()
     r = run("--pcpus", "1")
@@ -25,6 +26,7 @@ def test_steal_time_and_preempted_reach_the_guest():
         assert waited > 0 and 0.5 * waited <= steal <= 1.5 * waited + 5e6, (steal, waited)
 
 
+@harness.nested_stage
 def test_no_steal_without_contention():
     harness.need_kvm()
     r = run("--pcpus", "2")
