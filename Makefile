@@ -10,7 +10,7 @@ LDLIBS   += -lfdt -lseccomp -luring -lpthread -lm
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 HOST_DIRS := vmm vcpu sched hypercalls devices
-HOST_SRCS := $(filter-out vmm/main.c,$(foreach d,$(HOST_DIRS),$(wildcard $(d)/*.c)))
+HOST_SRCS := $(filter-out vmm/main.c,$(shell find $(HOST_DIRS) -name '*.c' | sort))
 HOST_OBJS := $(HOST_SRCS:%.c=$(BUILD)/obj/%.o)
 FW_BLOB_OBJ := $(BUILD)/obj/vmm/firmware_blob.o
 
@@ -39,7 +39,7 @@ $(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(FW_BLOB_OBJ): vmm/firmware_blob.S $(FW_ELF)
+$(FW_BLOB_OBJ): vmm/boot/firmware_blob.S $(FW_ELF)
 	@mkdir -p $(dir $@)
 	$(CC) -c -DFW_PATH='"$(FW_ELF)"' -o $@ $<
 
@@ -84,8 +84,8 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 # what the fuzzers link: the parsers and what they call, nothing of KVM
-FUZZ_LIB_SRCS := vmm/elf_loader.c vmm/parse.c vmm/cli.c vmm/workloads.c vmm/fdt_build.c \
-	vmm/layout.c vmm/boot_linux.c devices/virtqueue.c $(wildcard vcpu/x86_cpuid*.c) $(wildcard hypercalls/*.c sched/*.c)
+FUZZ_LIB_SRCS := vmm/boot/elf_loader.c vmm/cli/parse.c vmm/cli/cli.c vmm/cli/workloads.c vmm/boot/fdt_build.c \
+	vmm/core/layout.c vmm/linux/boot_linux.c devices/virtqueue.c $(wildcard vcpu/x86/cpuid*.c) $(wildcard hypercalls/*.c sched/*.c)
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(BUILD)/libfuzzvmm.a: $(FUZZ_LIB_OBJS)

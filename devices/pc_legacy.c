@@ -2,7 +2,6 @@
 
 #include <string.h>
 
-#include "vmm/acpi.h"
 
 int pc_kbc_io(void *dev, unsigned vcpu, uint64_t offset, uint8_t *data, unsigned len, bool is_write)
 {

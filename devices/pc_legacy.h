@@ -5,8 +5,8 @@
  *    CPU reset line (how Linux reboots with reboot=k, and its default
  *    fallback); status reads 0 (no data, input buffer empty); port 0x60 reads 0;
  *  - a CMOS/RTC stub at 0x70/0x71 that reads 0 (never "update in progress");
- *  - the ACPI sleep control register (vmm/acpi.h): SLP_EN with SLP_TYP 5 is
- *    the guest's power-off.
+ *  - the ACPI sleep control register, which the FADT (vmm/linux/acpi.c)
+ *    names: SLP_EN with SLP_TYP 5 (the \_S5 value) is the guest's power-off.
  */
 #ifndef VMM_DEVICES_PC_LEGACY_H
 #define VMM_DEVICES_PC_LEGACY_H
@@ -18,6 +18,10 @@
 #define PC_KBC_CMD 0x64
 #define PC_KBC_RESET 0xfe
 #define PC_CMOS_BASE 0x70
+/* The FADT's sleep control/status register (an I/O port, byte wide). */
+#define ACPI_SLEEP_PORT 0x3c0
+#define ACPI_SLP_EN 0x20
+#define ACPI_SLP_TYP_S5 5
 
 enum pc_power_event { PC_POWER_RESET = 1, PC_POWER_OFF = 2 };
 

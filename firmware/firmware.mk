@@ -1,5 +1,5 @@
 # The bundled guest firmware: a freestanding x86-64 ELF linked at 1 MiB,
-# embedded into the vmm binary (vmm/firmware_blob.S). Included by the top
+# embedded into the vmm binary (vmm/boot/firmware_blob.S). Included by the top
 # Makefile; uses its own flags, never CFLAGS (sanitizers cannot run here).
 
 FW_ELF    := $(BUILD)/firmware/firmware.elf

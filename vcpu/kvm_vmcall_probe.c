@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "vcpu/vcpu.h"
-#include "vcpu/x86_boot.h"
+#include "vcpu/x86/boot.h"
 
 #define PROBE_MEM (2ull << 20)
 #define PROBE_CODE 0x1000

@@ -12,8 +12,8 @@
 
 #include "sched/sched.h"
 #include "vcpu/kvm_steal_time.h"
-#include "vcpu/x86_emulation_gaps.h"
-#include "vcpu/x86_cpuid.h"
+#include "vcpu/x86/emulation_gaps.h"
+#include "vcpu/x86/cpuid.h"
 
 static void kick_handler(int sig)
 {

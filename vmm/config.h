@@ -50,14 +50,14 @@ struct vm_config {
 	const char *ple_tracepoint; /* testing: count this tracepoint as PLE exits */
 	const char *kvm_device; /* the KVM device node */
 
-	/* Linux guests (vmm/vm_linux.c): -k boots a bzImage instead of the firmware */
+	/* Linux guests (vmm/linux/vm_linux.c): -k boots a bzImage instead of the firmware */
 	const char *kernel_path;
 	const char *initrd_path;
 	const char *cmdline;
 	const char *disk_path;
 	bool disk_read_only;       /* -d FILE,ro */
 	char disk_path_buf[4096];  /* disk_path without its ",ro" */
-	unsigned cpuid_mask;  /* CPUID_MASK_* (vcpu/x86_cpuid_kvm.h); CPUID_MASK_AUTO: from the host */
+	unsigned cpuid_mask;  /* CPUID_MASK_* (vcpu/x86/cpuid_kvm.h); CPUID_MASK_AUTO: from the host */
 };
 
 void vm_config_defaults(struct vm_config *cfg);

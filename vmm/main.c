@@ -5,13 +5,13 @@
 #include <string.h>
 
 #include "vcpu/vcpu.h"
-#include "vmm/bench.h"
-#include "vmm/cli.h"
+#include "vmm/bench/bench.h"
+#include "vmm/cli/cli.h"
 #include "vmm/errors.h"
-#include "vmm/kvm.h"
-#include "vmm/prepare.h"
-#include "vmm/report.h"
-#include "vmm/run.h"
+#include "vmm/core/kvm.h"
+#include "vmm/core/prepare.h"
+#include "vmm/report/report.h"
+#include "vmm/core/run.h"
 
 static void usage(FILE *out)
 {

@@ -1,4 +1,4 @@
-/* libFuzzer: the bzImage loader (vmm/boot_linux.c) on arbitrary images.
+/* libFuzzer: the bzImage loader (vmm/linux/boot_linux.c) on arbitrary images.
  * Bytes 0..6 choose the load request: guest RAM (16..79 MiB) and how much of
  * it the VMM keeps, the command line's length (a run of 'a', up to just past
  * LINUX_CMDLINE_MAX) and the initrd's (up to 1 MiB); the rest is the image.
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/boot_linux.h"
+#include "vmm/linux/boot_linux.h"
 
 #define HDR 7
 #define INITRD_MAX (1u << 20)

@@ -1,12 +1,12 @@
-/* libFuzzer: `vmm run`'s option parser (vmm/cli.c) on argv made from the
- * input split at NUL bytes, and the value parsers (vmm/parse.c) on the whole
+/* libFuzzer: `vmm run`'s option parser (vmm/cli/cli.c) on argv made from the
+ * input split at NUL bytes, and the value parsers (vmm/cli/parse.c) on the whole
  * input as one string. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/cli.h"
-#include "vmm/parse.h"
+#include "vmm/cli/cli.h"
+#include "vmm/cli/parse.h"
 
 #define MAX_ARGS 64
 

@@ -1,10 +1,10 @@
-/* libFuzzer: the ELF loader (vmm/elf_loader.c) on arbitrary images. A valid
+/* libFuzzer: the ELF loader (vmm/boot/elf_loader.c) on arbitrary images. A valid
  * image is copied into guest memory of exactly the size it claims, so ASan
  * sees any write the checks should have refused. */
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "vmm/elf_loader.h"
+#include "vmm/boot/elf_loader.h"
 
 #define LIMIT (4ull << 20)
 

@@ -5,7 +5,7 @@
  *    below 4 GiB as the firmware requires and ending at a PROT_NONE guard
  *    page, then the workload property reads every workload makes;
  *  - byte 0 odd: a configuration made from the input, written by the VMM's
- *    builder (vmm/fdt_build.c) and read back by the firmware: every tree the
+ *    builder (vmm/boot/fdt_build.c) and read back by the firmware: every tree the
  *    VMM writes must parse, with the values it wrote.
  */
 #include <stdarg.h>
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "vmm/fdt_build.h"
-#include "vmm/layout.h"
-#include "vmm/workloads.h"
+#include "vmm/boot/fdt_build.h"
+#include "vmm/core/layout.h"
+#include "vmm/cli/workloads.h"
 
 /* ---- the firmware's console, as the reader needs it ---- */
 #include "firmware/console.h"

@@ -3,7 +3,7 @@
  * x87 exception pending, so FWAIT does nothing), and exits through the
  * guest-exit port (ABI.md §5) with 0x40 | the #BP count: 0x43. On hosts
  * whose KVM emulates CPL 0 code without these instructions (kvm_pvm) the
- * VMM does them (vcpu/x86_emulation_gaps.c); elsewhere the CPU does. */
+ * VMM does them (vcpu/x86/emulation_gaps.c); elsewhere the CPU does. */
 	.section .text.entry, "ax"
 	.code64
 	.globl _start

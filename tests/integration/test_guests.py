@@ -94,7 +94,7 @@ def test_guest_deadlock_is_reported_not_a_hang():
 def test_int3_and_fwait_at_cpl0_behave_as_on_hardware():
     """tests/guests/trap_guest.S: three INT3s reach the guest's own #BP
     handler and two FWAITs do nothing, whether the CPU runs them or (on
-    kvm_pvm, whose emulator lacks them) vcpu/x86_emulation_gaps.c does; the
+    kvm_pvm, whose emulator lacks them) vcpu/x86/emulation_gaps.c does; the
     report says how many the VMM did."""
     need_kvm()
     r = vmm("--firmware", guest("trap_guest.elf"), "-c", "1", "--timeout", "30s")

@@ -162,7 +162,7 @@ def test_trace_is_chrome_trace_json():
 
 
 def _host_has_ple():
-    """Read here from sysfs, independently of vmm/ple_perf.c."""
+    """Read here from sysfs, independently of vmm/spin/ple_perf.c."""
     def num(path):
         try:
             with open(path) as f:

@@ -1,5 +1,5 @@
 /*
- * The AML encoder (vmm/aml.c) byte for byte against ACPI 6.x §20, and the
+ * The AML encoder (vmm/linux/aml.c) byte for byte against ACPI 6.x §20, and the
  * DSDT it writes. With VMM_TEST_DSDT_OUT=FILE the whole DSDT table is also
  * written there, for tests/integration/test_acpi.py to disassemble and
  * evaluate with ACPICA (the interpreter Linux itself uses).
@@ -10,8 +10,8 @@
 
 #include "devices/pci_bus.h"
 #include "tests/unit/check.h"
-#include "vmm/acpi.h"
-#include "vmm/aml.h"
+#include "vmm/linux/acpi.h"
+#include "vmm/linux/aml.h"
 
 static uint8_t buf[8192];
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "tests/unit/check.h"
-#include "vmm/bench.h"
+#include "vmm/bench/bench.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
 

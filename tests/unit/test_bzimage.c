@@ -1,6 +1,6 @@
 /*
- * The Linux boot-protocol loader (vmm/boot_linux.c) and the ACPI tables
- * (vmm/acpi.c), without /dev/kvm: synthetic setup headers with every field
+ * The Linux boot-protocol loader (vmm/linux/boot_linux.c) and the ACPI tables
+ * (vmm/linux/acpi.c), without /dev/kvm: synthetic setup headers with every field
  * wrong in turn, and, when VMM_TEST_BZIMAGE names a real kernel
  * (tests/linux/fetch_kernel.sh caches Debian's under build/linux), that
  * kernel and thousands of corrupted copies of it: each is either accepted
@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "tests/unit/check.h"
-#include "vmm/acpi.h"
-#include "vmm/boot_linux.h"
-#include "vmm/file.h"
+#include "vmm/linux/acpi.h"
+#include "vmm/linux/boot_linux.h"
+#include "vmm/core/file.h"
 
 #define MEM (256ull << 20)
 #define RAM_END (MEM - (2ull << 20))

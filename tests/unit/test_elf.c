@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "vmm/elf_loader.h"
+#include "vmm/boot/elf_loader.h"
 
 extern const uint8_t vmm_firmware_start[], vmm_firmware_end[];
 

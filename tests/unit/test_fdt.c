@@ -4,7 +4,7 @@
 
 #include "check.h"
 #include "hypercalls/abi.h"
-#include "vmm/fdt_build.h"
+#include "vmm/boot/fdt_build.h"
 
 static uint64_t get_u64(const void *fdt, int node, const char *name)
 {

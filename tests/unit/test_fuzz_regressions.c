@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "tests/unit/check.h"
-#include "vmm/cli.h"
+#include "vmm/cli/cli.h"
 
 static int parse(const char *const *args, int n, struct vm_config *cfg)
 {

@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "vmm/cli.h"
-#include "vmm/parse.h"
+#include "vmm/cli/cli.h"
+#include "vmm/cli/parse.h"
 
 static int run_cli(struct vm_config *cfg, char *err, const char *const *args)
 {

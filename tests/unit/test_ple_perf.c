@@ -7,7 +7,7 @@
  * the test's event.
  */
 #include "tests/unit/check.h"
-#include "vmm/ple_perf.h"
+#include "vmm/spin/ple_perf.h"
 
 #include <errno.h>
 #include <fcntl.h>

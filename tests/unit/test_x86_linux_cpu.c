@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "tests/unit/check.h"
-#include "vcpu/x86_boot_linux.h"
-#include "vcpu/x86_cpuid_kvm.h"
-#include "vcpu/x86_msrs_linux.h"
+#include "vcpu/x86/boot_linux.h"
+#include "vcpu/x86/cpuid_kvm.h"
+#include "vcpu/x86/msrs_linux.h"
 
 #define TSC_DEADLINE (1u << 24)
 #define MTRR (1u << 12)

@@ -1,0 +1,335 @@
+/*
+ * `vmm bench` options -> struct bench_opts. A preset fills the lists first,
+ * then any explicit flag overrides its part, so `--preset threshold --reps 5`
+ * means what it says. Bad input is one line and exit 2, as for `vmm run`.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/policy.h"
+#include "vmm/bench/bench.h"
+#include "vmm/cli/parse.h"
+#include "vmm/cli/workloads.h"
+
+#define MAX_VMS 64
+#define MAX_OVERCOMMIT 64
+
+static const char *const bench_workloads[] = { "lockbench", "shootdown", "barrier", NULL };
+
+struct preset {
+	const char *name, *help;
+	const char *workloads, *locks, *policies, *overcommit, *vms, *thresholds;
+};
+
+/* The quick default, then the seeds' experiments. */
+static const struct preset presets[] = {
+	{ "quick", "3 locks x host/none/directed/pv x 1,2,4x (default, a few minutes)",
+	  "lockbench", "ticket,pvticket,tas", "host,none,directed,pv", "1,2,4", "1", "4096" },
+	{ "ple", "pause-loop yield: none/random/directed at 1x and 2x (KVM's PLE handler)",
+	  "lockbench", "ticket,tas", "host,none,random,directed", "1,2", "1", "4096" },
+	{ "threshold", "PV spin threshold 2k-32k with 1, 2 and 4 VMs",
+	  "lockbench", "pvticket", "host,pv", "1", "1,2,4", "2048,4096,8192,16384,32768" },
+	{ "gang", "TLB shootdown: baseline, gang, PV shootdown at 2, 4 and 8 VMs",
+	  "shootdown", "ticket", "host,gang,pv", "1", "2,4,8", "4096" },
+};
+
+
+static unsigned usable_cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	return (unsigned)CPU_COUNT(&set);
+}
+
+/* Splits a comma list in a copy that lives as long as the process: in a
+ * static pool, so the options need no freeing (and leak checkers agree). */
+static int split(const char *opt, const char *arg, struct bench_strs *out, char *err, size_t errlen)
+{
+	static char pool[16384];
+	static size_t used;
+	size_t len = strlen(arg) + 1;
+	if (len > sizeof(pool) - used)
+		return parse_fail(err, errlen, "%s: lists too long", opt);
+	char *copy = memcpy(pool + used, arg, len), *save = NULL;
+	used += len;
+	out->n = 0;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (out->n == BENCH_MAX_LIST)
+			return parse_fail(err, errlen, "%s: at most %d values", opt, BENCH_MAX_LIST);
+		out->v[out->n++] = t;
+	}
+	if (!out->n)
+		return parse_fail(err, errlen, "%s: empty list", opt);
+	return 0;
+}
+
+static int names(const char *opt, const char *arg, const char *const *known, bool host_ok,
+		 struct bench_strs *out, char *err, size_t errlen)
+{
+	int r = split(opt, arg, out, err, errlen);
+	for (unsigned i = 0; !r && i < out->n; i++) {
+		if (vmm_name_in(known, out->v[i]) || (host_ok && !strcmp(out->v[i], BENCH_POLICY_HOST)))
+			continue;
+		char list[256];
+		return parse_fail(err, errlen, "%s: unknown '%s' (known: %s%s)", opt, out->v[i],
+			    host_ok ? "host, " : "", vmm_name_list(known, list, sizeof(list)));
+	}
+	return r;
+}
+
+/* Positive numbers; whole numbers only unless fractions is set. */
+static int numbers(const char *opt, const char *arg, double max, bool fractions,
+		   struct bench_nums *out, char *err, size_t errlen)
+{
+	struct bench_strs s;
+	int r = split(opt, arg, &s, err, errlen);
+	if (r)
+		return r;
+	out->n = s.n;
+	for (unsigned i = 0; i < s.n; i++) {
+		char *end;
+		errno = 0;
+		double v = strtod(s.v[i], &end);
+		/* "4k" for spin thresholds, as the seeds write them. */
+		if (!fractions && (*end == 'k' || *end == 'K') && end[1] == '\0') {
+			v *= 1024;
+			end++;
+		}
+		if (end == s.v[i] || *end || errno || !(v > 0) || v > max ||
+		    (!fractions && v != floor(v)))
+			return parse_fail(err, errlen, "%s: '%s' is not a %s from %s to %g", opt, s.v[i],
+				    fractions ? "number" : "whole number", fractions ? "above 0" : "1", max);
+		out->v[i] = v;
+	}
+	return 0;
+}
+
+static const struct preset *find_preset(const char *name)
+{
+	for (unsigned i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+		if (!strcmp(presets[i].name, name))
+			return &presets[i];
+	return NULL;
+}
+
+static int apply_preset(const struct preset *p, struct bench_opts *o, char *err, size_t errlen)
+{
+	o->preset = p->name;
+	int r = split("--workloads", p->workloads, &o->workloads, err, errlen);
+	if (!r)
+		r = split("--locks", p->locks, &o->locks, err, errlen);
+	if (!r)
+		r = split("--policies", p->policies, &o->policies, err, errlen);
+	if (!r)
+		r = numbers("--overcommit", p->overcommit, MAX_OVERCOMMIT, true, &o->overcommit, err, errlen);
+	if (!r)
+		r = numbers("--vms", p->vms, MAX_VMS, false, &o->vms, err, errlen);
+	if (!r)
+		r = numbers("--spin-thresholds", p->thresholds, 1u << 30, false, &o->thresholds, err, errlen);
+	return r;
+}
+
+void bench_opts_defaults(struct bench_opts *o)
+{
+	char err[64];
+	memset(o, 0, sizeof(*o));
+	o->reps = 3;
+	o->duration_ms = 1000;
+	o->pcpus = usable_cpus();
+	o->cs_cycles = 1000;
+	o->work_cycles = 10000;
+	o->out_dir = "bench-results";
+	o->plot = o->native = o->micro = true;
+	o->test_fail_cell = -1;
+	o->exe = "/proc/self/exe";
+	apply_preset(&presets[0], o, err, sizeof(err));
+}
+
+void bench_print_usage(FILE *out)
+{
+	char l[128], p[128];
+	fprintf(out,
+		"usage: vmm bench [options]\n"
+		"Runs a matrix of `vmm run` configurations, each cell --reps times (repetition r of\n"
+		"every cell before r+1), and prints medians, spread and overcommit efficiency =\n"
+		"ops/s at N vCPUs on M slots / ops/s at M vCPUs on M slots, beside the --sched host\n"
+		"baseline and the same lock code as native threads. Writes CSV, JSON and SVG plots.\n"
+		"  --preset NAME           starting matrix (default quick):\n");
+	for (unsigned i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+		fprintf(out, "                            %-10s %s\n", presets[i].name, presets[i].help);
+	fprintf(out,
+		"  --reps N                runs per cell; the median is reported (default 3)\n"
+		"  --duration T            measured time of each run: 1s, 500ms (default 1s)\n"
+		"  --pcpus M               physical CPU slots (default: every CPU this process may use)\n"
+		"  --workloads LIST        lockbench, shootdown, barrier\n"
+		"  --locks LIST            %s\n"
+		"  --policies LIST         host (--sched host: always included), %s\n"
+		"  --overcommit LIST       vCPUs per slot in each VM, e.g. 1,2,4 (1x is always included)\n"
+		"  --vms LIST              VMs sharing the slots, e.g. 1,2,4\n"
+		"  --spin-thresholds LIST  spins before a PV lock waits, e.g. 2k,4k,8k (PV locks only)\n"
+		"  --cs-cycles N           TSC cycles in the critical section (default 1000)\n"
+		"  --work-cycles N         TSC cycles of private work (default 10000)\n"
+		"  --out DIR               where results go (default bench-results)\n"
+		"  --no-plot               no SVG plots (no gnuplot needed)\n"
+		"  --no-native             no native-threads upper bound\n"
+		"  --no-micro              no microbenchmarks\n"
+		"  -h, --help              this text\n"
+		"Exit status: 0 all cells ran, 1 a cell failed (shown as FAILED) or a plot could not be\n"
+		"made, 2 bad options.\n",
+		vmm_name_list(vmm_lock_names, l, sizeof(l)),
+		vmm_name_list(sched_policy_names(), p, sizeof(p)));
+}
+
+enum {
+	OPT_PRESET = 256, OPT_REPS, OPT_DURATION, OPT_PCPUS, OPT_WORKLOADS, OPT_LOCKS,
+	OPT_POLICIES, OPT_OVERCOMMIT, OPT_VMS, OPT_THRESHOLDS, OPT_CS, OPT_WORK, OPT_OUT,
+	OPT_NO_PLOT, OPT_NO_NATIVE, OPT_NO_MICRO, OPT_TEST_FAIL,
+};
+
+static const struct option bench_long[] = {
+	{ "preset", required_argument, 0, OPT_PRESET },
+	{ "reps", required_argument, 0, OPT_REPS },
+	{ "duration", required_argument, 0, OPT_DURATION },
+	{ "pcpus", required_argument, 0, OPT_PCPUS },
+	{ "workloads", required_argument, 0, OPT_WORKLOADS },
+	{ "locks", required_argument, 0, OPT_LOCKS },
+	{ "policies", required_argument, 0, OPT_POLICIES },
+	{ "overcommit", required_argument, 0, OPT_OVERCOMMIT },
+	{ "vms", required_argument, 0, OPT_VMS },
+	{ "spin-thresholds", required_argument, 0, OPT_THRESHOLDS },
+	{ "cs-cycles", required_argument, 0, OPT_CS },
+	{ "work-cycles", required_argument, 0, OPT_WORK },
+	{ "out", required_argument, 0, OPT_OUT },
+	{ "no-plot", no_argument, 0, OPT_NO_PLOT },
+	{ "no-native", no_argument, 0, OPT_NO_NATIVE },
+	{ "no-micro", no_argument, 0, OPT_NO_MICRO },
+	/* Not in --help: makes one cell's runs fail, so tests can see failures reported. */
+	{ "test-fail-cell", required_argument, 0, OPT_TEST_FAIL },
+	{ "help", no_argument, 0, 'h' },
+	{ 0, 0, 0, 0 },
+};
+
+static int whole(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *out,
+		 char *err, size_t errlen)
+{
+	if (parse_u64(arg, min, max, out))
+		return parse_fail(err, errlen, "%s: '%s' is not a whole number from %llu to %llu", opt, arg,
+			    (unsigned long long)min, (unsigned long long)max);
+	return 0;
+}
+
+/* The preset first, wherever it stands on the line, so flags override it. */
+static int preset_pass(int argc, char **argv, struct bench_opts *o, char *err, size_t errlen)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *name = NULL;
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--preset") && i + 1 < argc)
+			name = argv[i + 1];
+		else if (!strncmp(argv[i], "--preset=", 9))
+			name = argv[i] + 9;
+		if (!name)
+			continue;
+		const struct preset *p = find_preset(name);
+		if (!p)
+			return parse_fail(err, errlen, "--preset: unknown '%s' (known: quick, ple, threshold, gang)", name);
+		return apply_preset(p, o, err, errlen);
+	}
+	return 0;
+}
+
+int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t errlen)
+{
+	uint64_t v;
+	int r = preset_pass(argc, argv, o, err, errlen), c;
+	if (r)
+		return r;
+	optind = 0;
+	opterr = 0;
+	while (!r && (c = getopt_long(argc, argv, ":h", bench_long, NULL)) != -1) {
+		switch (c) {
+		case OPT_PRESET:
+			break;
+		case OPT_REPS:
+			r = whole("--reps", optarg, 1, BENCH_MAX_REPS, &v, err, errlen);
+			o->reps = (unsigned)v;
+			break;
+		case OPT_DURATION:
+			if (parse_time_ms(optarg, &v) || v < 10 || v > 600000)
+				r = parse_fail(err, errlen, "--duration: '%s' is not a time from 10ms to 600s", optarg);
+			o->duration_ms = (uint32_t)v;
+			break;
+		case OPT_PCPUS:
+			r = whole("--pcpus", optarg, 1, usable_cpus(), &v, err, errlen);
+			o->pcpus = (unsigned)v;
+			break;
+		case OPT_WORKLOADS:
+			r = names("--workloads", optarg, bench_workloads, false, &o->workloads, err, errlen);
+			break;
+		case OPT_LOCKS:
+			r = names("--locks", optarg, vmm_lock_names, false, &o->locks, err, errlen);
+			break;
+		case OPT_POLICIES:
+			r = names("--policies", optarg, sched_policy_names(), true, &o->policies, err, errlen);
+			break;
+		case OPT_OVERCOMMIT:
+			r = numbers("--overcommit", optarg, MAX_OVERCOMMIT, true, &o->overcommit, err, errlen);
+			break;
+		case OPT_VMS:
+			r = numbers("--vms", optarg, MAX_VMS, false, &o->vms, err, errlen);
+			break;
+		case OPT_THRESHOLDS:
+			r = numbers("--spin-thresholds", optarg, 1u << 30, false, &o->thresholds, err, errlen);
+			break;
+		case OPT_CS:
+			r = whole("--cs-cycles", optarg, 0, UINT32_MAX, &v, err, errlen);
+			o->cs_cycles = (uint32_t)v;
+			break;
+		case OPT_WORK:
+			r = whole("--work-cycles", optarg, 0, UINT32_MAX, &v, err, errlen);
+			o->work_cycles = (uint32_t)v;
+			break;
+		case OPT_OUT:
+			if (!optarg[0])
+				r = parse_fail(err, errlen, "--out: empty path");
+			o->out_dir = optarg;
+			break;
+		case OPT_NO_PLOT:
+			o->plot = false;
+			break;
+		case OPT_NO_NATIVE:
+			o->native = false;
+			break;
+		case OPT_NO_MICRO:
+			o->micro = false;
+			break;
+		case OPT_TEST_FAIL:
+			r = whole("--test-fail-cell", optarg, 0, BENCH_MAX_CELLS, &v, err, errlen);
+			o->test_fail_cell = (int)v;
+			break;
+		case 'h':
+			return BENCH_HELP;
+		case ':':
+			r = parse_fail(err, errlen, "option %s needs a value", argv[optind - 1]);
+			break;
+		default:
+			r = parse_fail(err, errlen, "unknown option '%s' (try vmm bench --help)", argv[optind - 1]);
+		}
+	}
+	if (!r && optind < argc)
+		r = parse_fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+	for (unsigned i = 0; !r && i < o->overcommit.n; i++) {
+		double vcpus = o->overcommit.v[i] * o->pcpus;
+		if (vcpus != floor(vcpus))
+			r = parse_fail(err, errlen, "--overcommit %g on %u pcpus is not a whole number of vCPUs",
+				 o->overcommit.v[i], o->pcpus);
+	}
+	return r;
+}

@@ -1,0 +1,257 @@
+/*
+ * Every measured run is a child process: a guest that faults, hangs or
+ * crashes the VMM takes only its own cell down, and each run starts from a
+ * fresh process (no allocator or thread state carried between cells). The
+ * parent polls with a deadline instead of trusting the child's own
+ * --timeout, because a wedged child is exactly the case to survive.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vmm/bench/bench.h"
+
+#define ARGS_MAX 48
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Waits for pid until timeout_ms, then kills it. Status as bench_exec_run. */
+static int wait_child(pid_t pid, unsigned timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	int st;
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (now_ms() >= deadline) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+			return -1;
+		}
+		struct timespec ts = { 0, 2 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return 128 + WTERMSIG(st);
+}
+
+/* The last non-empty line of a small file, for a one-line failure reason. */
+static void last_line(const char *path, char *buf, size_t len)
+{
+	char text[4096];
+	buf[0] = '\0';
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	char line[512];
+	text[0] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0])
+			snprintf(text, sizeof(text), "%s", line);
+	}
+	fclose(f);
+	snprintf(buf, len, "%s", text);
+}
+
+int bench_exec_run(const char *exe, const char *const *args, const char *json,
+		   unsigned timeout_ms, char *errbuf, size_t errlen)
+{
+	const char *argv[ARGS_MAX + 6];
+	unsigned n = 0;
+	char errpath[4096];
+	snprintf(errpath, sizeof(errpath), "%s.stderr", json);
+	argv[n++] = exe;
+	argv[n++] = "run";
+	for (unsigned i = 0; args[i] && n < ARGS_MAX; i++)
+		argv[n++] = args[i];
+	argv[n++] = "--json";
+	argv[n++] = json;
+	argv[n++] = "-q";
+	argv[n] = NULL;
+	unlink(json);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(errbuf, errlen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		int out = open("/dev/null", O_WRONLY);
+		int err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (out >= 0)
+			dup2(out, STDOUT_FILENO);
+		if (err >= 0)
+			dup2(err, STDERR_FILENO);
+		execv(exe, (char *const *)argv);
+		fprintf(stderr, "exec %s: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	int st = wait_child(pid, timeout_ms);
+	last_line(errpath, errbuf, errlen);
+	if (st == -1)
+		snprintf(errbuf, errlen, "killed after %u ms", timeout_ms);
+	unlink(errpath);
+	return st;
+}
+
+int bench_exec_fork(int (*fn)(void *arg, int fd), void *arg, unsigned timeout_ms, void *buf,
+		    size_t len)
+{
+	int p[2];
+	if (pipe(p) < 0)
+		return -1;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		_exit(fn(arg, p[1]));
+	}
+	close(p[1]);
+	int st = wait_child(pid, timeout_ms);
+	size_t got = 0;
+	ssize_t r;
+	/* The child has exited (or was killed): the pipe is at EOF. */
+	while (got < len && (r = read(p[0], (char *)buf + got, len - got)) != 0) {
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		got += (size_t)r;
+	}
+	close(p[0]);
+	if (st == 0 && got != len)
+		st = -1;
+	return st;
+}
+
+/* The child's timeout: generous (boot, report, many VMs), but finite. */
+static unsigned cell_timeout_ms(const struct bench_cell *c, uint32_t duration_ms)
+{
+	return duration_ms * 3 + 10000 + 1000 * c->vms;
+}
+
+struct native_job {
+	const struct bench_opts *o;
+	const struct bench_cell *c;
+};
+
+static int native_child(void *arg, int fd)
+{
+	const struct native_job *job = arg;
+	double ops;
+	int r = bench_native_run(job->c->lock, job->c->vcpus, job->c->pcpus, job->o->duration_ms,
+				 job->o->cs_cycles, job->o->work_cycles, job->c->spin_threshold, &ops);
+	if (r)
+		return 1;
+	return write(fd, &ops, sizeof(ops)) == sizeof(ops) ? 0 : 1;
+}
+
+static void run_native(const struct bench_opts *o, const struct bench_cell *c, struct bench_run *out)
+{
+	struct native_job job = { o, c };
+	double ops = NAN;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	out->exit_code = bench_exec_fork(native_child, &job, cell_timeout_ms(c, o->duration_ms), &ops,
+					 sizeof(ops));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	out->ops_per_s = ops;
+	out->ok = out->exit_code == 0 && isfinite(ops) && ops >= 0;
+	if (!out->ok)
+		snprintf(out->why, sizeof(out->why), out->exit_code == -1 ? "timed out" : "native run failed");
+}
+
+void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, const char *tmpdir,
+		    struct bench_run *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->ops_per_s = NAN;
+	if (c->kind == BENCH_NATIVE) {
+		run_native(o, c, out);
+		return;
+	}
+	char cpus[16], vms[16], pcpus[16], thr[16], dur[32], tmo[32], cs[16], work[16], json[4096];
+	const char *args[ARGS_MAX];
+	unsigned n = 0;
+	unsigned timeout = cell_timeout_ms(c, o->duration_ms);
+	snprintf(cpus, sizeof(cpus), "%u", c->vcpus);
+	snprintf(vms, sizeof(vms), "%u", c->vms);
+	snprintf(pcpus, sizeof(pcpus), "%u", c->pcpus);
+	snprintf(thr, sizeof(thr), "%u", c->spin_threshold);
+	snprintf(dur, sizeof(dur), "%ums", o->duration_ms);
+	snprintf(tmo, sizeof(tmo), "%ums", timeout - 5000);
+	snprintf(cs, sizeof(cs), "%u", o->cs_cycles);
+	snprintf(work, sizeof(work), "%u", o->work_cycles);
+	snprintf(json, sizeof(json), "%s/cell%u.json", tmpdir, c->id);
+	const char *fixed[] = { "-c", cpus, "--vms", vms, "--pcpus", pcpus, "--workload", c->workload,
+				"--lock", c->lock, "--spin-threshold", thr, "--duration", dur,
+				"--timeout", tmo, "--cs-cycles", cs, "--work-cycles", work };
+	for (unsigned i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		args[n++] = fixed[i];
+	bool host = !strcmp(c->policy, BENCH_POLICY_HOST);
+	args[n++] = host ? "--sched" : "--yield";
+	args[n++] = host ? "host" : c->policy;
+	/* The PV shootdown is a policy of its own in the gang experiment. */
+	args[n++] = "--pv-shootdown";
+	args[n++] = !strcmp(c->policy, "pv") ? "on" : "off";
+	if ((int)c->id == o->test_fail_cell) {
+		args[n++] = "--lock";
+		args[n++] = "no-such-lock";
+	}
+	args[n] = NULL;
+
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	out->exit_code = bench_exec_run(o->exe, args, json, timeout, out->why, sizeof(out->why));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (out->exit_code != 0) {
+		if (!out->why[0])
+			snprintf(out->why, sizeof(out->why), "exit %d", out->exit_code);
+		unlink(json);
+		return;
+	}
+	struct bench_json j;
+	int r = bench_json_load(json, &j);
+	unlink(json);
+	if (r) {
+		snprintf(out->why, sizeof(out->why), "no readable JSON report: %s", strerror(-r));
+		return;
+	}
+	bool mx = true;
+	int rm = bench_json_bool(&j, "mutual_exclusion_ok", &mx);
+	if (bench_json_num(&j, "ops_per_s", &out->ops_per_s) || !isfinite(out->ops_per_s)) {
+		out->ops_per_s = NAN;
+		snprintf(out->why, sizeof(out->why), "report has no ops_per_s");
+	} else if (rm == 0 && !mx) {
+		snprintf(out->why, sizeof(out->why), "mutual exclusion violated");
+	} else {
+		out->ok = true;
+	}
+	bench_json_free(&j);
+}

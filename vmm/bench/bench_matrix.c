@@ -1,0 +1,192 @@
+/*
+ * From lists of values to cells. Besides what was asked for, every matrix
+ * gets what its headline figure needs, so no comparison ever mixes runs
+ * from different invocations: the --sched host baseline, the 1x reference
+ * (one VM of M vCPUs on M slots) of every policy, and the native-threads
+ * bound. Dimensions that cannot matter are collapsed rather than measured
+ * twice: the spin threshold for locks that never wait, the lock for
+ * workloads that take none.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmm/bench/bench.h"
+#include "vmm/cli/parse.h"
+
+
+static bool lock_waits(const char *lock)
+{
+	return !strncmp(lock, "pv", 2);
+}
+
+static int find(const struct bench_matrix *m, enum bench_kind kind, const char *workload,
+		const char *lock, const char *policy, uint32_t thr, unsigned vms, unsigned vcpus)
+{
+	for (unsigned i = 0; i < m->n; i++) {
+		const struct bench_cell *c = &m->cells[i];
+		if (c->kind == kind && !strcmp(c->workload, workload) && !strcmp(c->lock, lock) &&
+		    !strcmp(c->policy, policy) && c->spin_threshold == thr && c->vms == vms &&
+		    c->vcpus == vcpus)
+			return (int)i;
+	}
+	return -1;
+}
+
+static int add(struct bench_matrix *m, const struct bench_cell *proto, bool auto_added)
+{
+	int i = find(m, proto->kind, proto->workload, proto->lock, proto->policy,
+		     proto->spin_threshold, proto->vms, proto->vcpus);
+	if (i >= 0) {
+		/* Asked for explicitly after being added as a reference. */
+		m->cells[i].auto_added &= auto_added;
+		return i;
+	}
+	if (m->n == BENCH_MAX_CELLS)
+		return -E2BIG;
+	struct bench_cell *c = &m->cells[m->n];
+	*c = *proto;
+	c->id = m->n;
+	c->auto_added = auto_added;
+	c->ref = c->native_ref = -1;
+	c->overcommit = (double)(c->vms * c->vcpus) / c->pcpus;
+	return (int)m->n++;
+}
+
+/* The policies in matrix order: the host baseline always, and first. */
+static unsigned policies(const struct bench_opts *o, const char **out)
+{
+	unsigned n = 0;
+	out[n++] = BENCH_POLICY_HOST;
+	for (unsigned i = 0; i < o->policies.n; i++)
+		if (strcmp(o->policies.v[i], BENCH_POLICY_HOST))
+			out[n++] = o->policies.v[i];
+	return n;
+}
+
+static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char *err, size_t errlen)
+{
+	const char *pol[BENCH_MAX_LIST + 1];
+	unsigned np = policies(o, pol);
+	for (unsigned w = 0; w < o->workloads.n; w++) {
+		const char *wl = o->workloads.v[w];
+		unsigned nlocks = strcmp(wl, "lockbench") ? 1 : o->locks.n;
+		for (unsigned l = 0; l < nlocks; l++) {
+			const char *lock = o->locks.v[l];
+			unsigned nthr = lock_waits(lock) || strcmp(wl, "lockbench") ? o->thresholds.n : 1;
+			for (unsigned t = 0; t < nthr; t++)
+				for (unsigned p = 0; p < np; p++) {
+					struct bench_cell proto = {
+						.kind = BENCH_VM, .workload = wl, .lock = lock,
+						.policy = pol[p],
+						.spin_threshold = (uint32_t)o->thresholds.v[t],
+						.vms = 1, .vcpus = o->pcpus, .pcpus = o->pcpus,
+					};
+					int ref = add(m, &proto, true);
+					if (ref < 0)
+						return parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
+					for (unsigned k = 0; k < o->vms.n; k++)
+						for (unsigned x = 0; x < o->overcommit.n; x++) {
+							double v = o->overcommit.v[x] * o->pcpus;
+							proto.vms = (unsigned)o->vms.v[k];
+							proto.vcpus = (unsigned)llround(v);
+							if (fabs(v - proto.vcpus) > 1e-9 || proto.vcpus == 0)
+								return parse_fail(err, errlen,
+									    "--overcommit %g on %u pcpus is not a whole number of vCPUs",
+									    o->overcommit.v[x], o->pcpus);
+							int i = add(m, &proto, false);
+							if (i < 0)
+								return parse_fail(err, errlen, "the matrix has more than %d cells",
+									    BENCH_MAX_CELLS);
+							m->cells[i].ref = ref;
+						}
+					m->cells[ref].ref = ref;
+				}
+		}
+	}
+	return 0;
+}
+
+/* One native cell per lock and distinct thread count the VM cells use. */
+static int add_native_cells(const struct bench_opts *o, struct bench_matrix *m)
+{
+	unsigned nvm = m->n;
+	for (unsigned i = 0; i < nvm; i++) {
+		struct bench_cell *c = &m->cells[i];
+		if (strcmp(c->workload, "lockbench") || !bench_native_has_lock(c->lock))
+			continue;
+		/* The threshold of the first such cell: natives are a bound, not a sweep. */
+		struct bench_cell proto = {
+			.kind = BENCH_NATIVE, .workload = "lockbench", .lock = c->lock,
+			.policy = BENCH_POLICY_NATIVE, .spin_threshold = (uint32_t)o->thresholds.v[0],
+			.vms = 1, .vcpus = c->vms * c->vcpus, .pcpus = c->pcpus,
+		};
+		proto.vcpus = o->pcpus;
+		int bound = add(m, &proto, true);
+		proto.vcpus = c->vms * c->vcpus;
+		int n = add(m, &proto, true);
+		if (bound < 0 || n < 0)
+			return -E2BIG;
+		m->cells[bound].ref = bound;
+		m->cells[n].ref = bound;
+		m->cells[n].native_ref = bound;
+		m->cells[bound].native_ref = bound;
+		c->native_ref = bound;
+	}
+	return 0;
+}
+
+int bench_matrix_build(const struct bench_opts *o, struct bench_matrix *m, char *err,
+		       size_t errlen)
+{
+	m->n = 0;
+	m->cells = calloc(BENCH_MAX_CELLS, sizeof(*m->cells));
+	if (!m->cells)
+		return parse_fail(err, errlen, "out of memory for the matrix");
+	int r = add_vm_cells(o, m, err, errlen);
+	if (!r && o->native && add_native_cells(o, m))
+		r = parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
+	if (r) {
+		bench_matrix_free(m);
+		return r;
+	}
+	/* Shrink to what is used: cells are large (their raw runs inline). */
+	struct bench_cell *c = realloc(m->cells, (m->n ? m->n : 1) * sizeof(*c));
+	if (c)
+		m->cells = c;
+	return 0;
+}
+
+void bench_matrix_free(struct bench_matrix *m)
+{
+	free(m->cells);
+	m->cells = NULL;
+	m->n = 0;
+}
+
+/*
+ * Repetition r of every cell runs before repetition r+1 (the caller's
+ * loop), so a slow period of the host lands on every cell alike rather than
+ * on one. Within a repetition the order is shuffled, with a fixed seed per
+ * repetition so a run is reproducible, to keep any drift (host warming up,
+ * page cache) from always favouring the cells that come first.
+ */
+void bench_run_order(unsigned ncells, unsigned rep, unsigned *order)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull * (rep + 1);
+	for (unsigned i = 0; i < ncells; i++)
+		order[i] = i;
+	if (rep == 0)
+		return;
+	for (unsigned i = ncells; i > 1; i--) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		unsigned j = (unsigned)(x % i);
+		unsigned t = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+}

@@ -1,0 +1,411 @@
+/*
+ * What `vmm bench` prints and writes. The headline is a pivot: one row per
+ * workload/lock/policy, one column per overcommit, cells = efficiency
+ * against the same policy's 1x; a second pivot says how close each gets
+ * to the native-threads bound. Raw runs go to runs.csv and the JSON so any
+ * median can be re-derived (the tests do exactly that).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vmm/bench/bench.h"
+#include "vmm/config.h"
+#include "vmm/report/json_writer.h"
+
+#define MAX_COLS 32
+
+static const char *fmt_ops(double v, char *buf, size_t len)
+{
+	if (!isfinite(v))
+		snprintf(buf, len, "-");
+	else if (v >= 1e6)
+		snprintf(buf, len, "%.3gM", v / 1e6);
+	else if (v >= 1e3)
+		snprintf(buf, len, "%.3gk", v / 1e3);
+	else
+		snprintf(buf, len, "%.3g", v);
+	return buf;
+}
+
+static const char *fmt_ratio(double v, char *buf, size_t len)
+{
+	if (!isfinite(v))
+		snprintf(buf, len, "-");
+	else if (v >= 0.01)
+		snprintf(buf, len, "%.3f", v);
+	else
+		snprintf(buf, len, "%.1e", v);
+	return buf;
+}
+
+static const char *status_of(const struct bench_cell *c, char *buf, size_t len)
+{
+	if (!c->failed)
+		snprintf(buf, len, "ok");
+	else if (c->fail_exit == -1)
+		snprintf(buf, len, "FAILED (%s)", c->fail_why ? c->fail_why : "timeout");
+	else
+		snprintf(buf, len, "FAILED (exit %d: %.60s)", c->fail_exit, c->fail_why ? c->fail_why : "");
+	return buf;
+}
+
+static bool same_group(const struct bench_cell *a, const struct bench_cell *b)
+{
+	return a->kind == b->kind && !strcmp(a->workload, b->workload) && !strcmp(a->lock, b->lock) &&
+	       !strcmp(a->policy, b->policy) && a->spin_threshold == b->spin_threshold;
+}
+
+/* Pivot columns: every (VMs, overcommit) the VM cells use, by overcommit. */
+struct col {
+	unsigned vms;
+	double x;
+};
+
+static unsigned columns(const struct bench_matrix *m, struct col *cols)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < m->n; i++) {
+		const struct bench_cell *c = &m->cells[i];
+		if (c->kind != BENCH_VM)
+			continue;
+		bool seen = false;
+		for (unsigned k = 0; k < n; k++)
+			seen |= cols[k].vms == c->vms && cols[k].x == c->overcommit;
+		if (seen || n == MAX_COLS)
+			continue;
+		unsigned k = n++;
+		while (k && (cols[k - 1].x > c->overcommit ||
+			     (cols[k - 1].x == c->overcommit && cols[k - 1].vms > c->vms))) {
+			cols[k] = cols[k - 1];
+			k--;
+		}
+		cols[k] = (struct col){ c->vms, c->overcommit };
+	}
+	return n;
+}
+
+static const char *col_name(const struct col *c, char *buf, size_t len)
+{
+	if (c->vms == 1)
+		snprintf(buf, len, "%gx", c->x);
+	else
+		snprintf(buf, len, "%gx/%uvm", c->x, c->vms);
+	return buf;
+}
+
+static const struct bench_cell *cell_at(const struct bench_matrix *m, const struct bench_cell *g,
+					const struct col *col)
+{
+	for (unsigned i = 0; i < m->n; i++) {
+		const struct bench_cell *c = &m->cells[i];
+		if (!same_group(c, g))
+			continue;
+		if (c->kind == BENCH_NATIVE ? c->overcommit == col->x
+					    : c->vms == col->vms && c->overcommit == col->x)
+			return c;
+	}
+	return NULL;
+}
+
+static void pivot(FILE *out, const struct bench_matrix *m, const struct col *cols, unsigned ncols,
+		  bool of_native)
+{
+	char b[32], h[32];
+	fprintf(out, "%-10s %-9s %6s %-9s %9s", "workload", "lock", "thr", "policy", "1x ops/s");
+	for (unsigned k = 0; k < ncols; k++)
+		fprintf(out, " %9s", col_name(&cols[k], h, sizeof(h)));
+	fputc('\n', out);
+	for (unsigned i = 0; i < m->n; i++) {
+		const struct bench_cell *g = &m->cells[i];
+		bool first = true;
+		for (unsigned j = 0; j < i; j++)
+			first &= !same_group(&m->cells[j], g);
+		if (!first || (of_native && g->kind == BENCH_NATIVE))
+			continue;
+		const struct bench_cell *ref = g->ref >= 0 ? &m->cells[g->ref] : NULL;
+		char thr[16];
+		snprintf(thr, sizeof(thr), strncmp(g->lock, "pv", 2) ? "-" : "%u", g->spin_threshold);
+		fprintf(out, "%-10s %-9s %6s %-9s %9s", g->workload, g->lock, thr, g->policy,
+			ref ? (ref->failed ? "FAILED" : fmt_ops(ref->median, b, sizeof(b))) : "-");
+		for (unsigned k = 0; k < ncols; k++) {
+			const struct bench_cell *c = cell_at(m, g, &cols[k]);
+			const char *s = "";
+			if (c && c->failed)
+				s = "FAILED";
+			else if (c)
+				s = fmt_ratio(of_native ? c->of_native : c->eff, b, sizeof(b));
+			fprintf(out, " %9s", s);
+		}
+		fputc('\n', out);
+	}
+}
+
+static void cells_table(FILE *out, const struct bench_matrix *m)
+{
+	char med[32], mn[32], mx[32], eff[32], nat[32], st[128], thr[16];
+	fprintf(out, "%-4s %-10s %-9s %6s %-9s %3s %5s %6s %10s %21s %7s %7s %7s  %s\n", "cell",
+		"workload", "lock", "thr", "policy", "VMs", "vCPUs", "x", "median/s", "min..max",
+		"spread", "eff", "native", "status");
+	for (unsigned i = 0; i < m->n; i++) {
+		const struct bench_cell *c = &m->cells[i];
+		char range[48];
+		snprintf(thr, sizeof(thr), strncmp(c->lock, "pv", 2) ? "-" : "%u", c->spin_threshold);
+		snprintf(range, sizeof(range), "%s..%s", fmt_ops(c->min, mn, sizeof(mn)),
+			 fmt_ops(c->max, mx, sizeof(mx)));
+		char spread[16];
+		snprintf(spread, sizeof(spread), isfinite(c->spread_pct) ? "%.0f%%" : "-", c->spread_pct);
+		fprintf(out, "%-4u %-10s %-9s %6s %-9s %3u %5u %5gx %10s %21s %7s %7s %7s  %s\n", c->id,
+			c->workload, c->lock, thr, c->policy, c->vms, c->vcpus, c->overcommit,
+			fmt_ops(c->median, med, sizeof(med)), range, spread,
+			fmt_ratio(c->eff, eff, sizeof(eff)), fmt_ratio(c->of_native, nat, sizeof(nat)),
+			status_of(c, st, sizeof(st)));
+	}
+}
+
+static void micro_table(FILE *out, const struct bench_micro *mi)
+{
+	const double *md = mi->median;
+	fprintf(out, "\nmicrobenchmarks (median of %u; raw runs in results.json)\n", mi->reps);
+	fprintf(out, "  hypercall round trip      %8.2f us   bare MMIO exit     %8.2f us   ratio %.2f\n",
+		md[BENCH_MICRO_HC] / 1e3, md[BENCH_MICRO_EXIT] / 1e3,
+		bench_ratio(md[BENCH_MICRO_HC], md[BENCH_MICRO_EXIT]));
+	fprintf(out, "  PV kick -> vCPU running   %8.2f us   futex wake -> run  %8.2f us   ratio %.2f\n",
+		md[BENCH_MICRO_KICK] / 1e3, md[BENCH_MICRO_FUTEX] / 1e3,
+		bench_ratio(md[BENCH_MICRO_KICK], md[BENCH_MICRO_FUTEX]));
+	fprintf(out, "  forced preemption         %8.2f us of slot time each, %.2f us before subtracting the\n"
+		"                            host's own steal (%.0f preemptions at 500 us slices)\n",
+		md[BENCH_MICRO_PREEMPT] / 1e3, md[BENCH_MICRO_PREEMPT_GROSS] / 1e3,
+		md[BENCH_MICRO_SIGNAL_EXITS]);
+}
+
+void bench_report_table(FILE *out, const struct bench_opts *o, const struct bench_matrix *m,
+			const struct bench_micro *mi, const struct bench_machine *mc)
+{
+	struct col cols[MAX_COLS];
+	unsigned ncols = columns(m, cols);
+	fprintf(out, "== vmm bench %s: preset %s, %u pcpus, %u reps x %u ms, cs %u / work %u cycles ==\n",
+		VMM_VERSION, o->preset, o->pcpus, o->reps, o->duration_ms, o->cs_cycles, o->work_cycles);
+	fprintf(out, "machine: %u CPUs, %s, %s, /dev/kvm from %s\n\n", mc->nproc, mc->cpu, mc->kernel,
+		mc->kvm);
+	cells_table(out, m);
+	fprintf(out, "\novercommit efficiency = median ops/s at N vCPUs on %u slots / median ops/s at "
+		"%u vCPUs on %u slots (same policy; host = --sched host, native = host threads, no VM)\n",
+		o->pcpus, o->pcpus, o->pcpus);
+	pivot(out, m, cols, ncols, false);
+	if (o->native) {
+		fprintf(out, "\nfraction of bare metal = median ops/s / native threads' ops/s on %u CPUs "
+			"(same lock, %u threads)\n", o->pcpus, o->pcpus);
+		pivot(out, m, cols, ncols, true);
+	}
+	if (mi->ran)
+		micro_table(out, mi);
+}
+
+static FILE *open_in(const char *dir, const char *name, char *path, size_t len)
+{
+	snprintf(path, len, "%s/%s", dir, name);
+	return fopen(path, "w");
+}
+
+/* Free text in a CSV field: quoted, quotes doubled. */
+static void csv_text(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s == '\n' ? ' ' : *s, f);
+	}
+	fputc('"', f);
+}
+
+static void csv_num(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, ",%.10g", v);
+	else
+		fputs(",", f);
+}
+
+int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct bench_micro *mi)
+{
+	char path[4096];
+	FILE *f = open_in(dir, "results.csv", path, sizeof(path));
+	if (!f)
+		return -errno;
+	fprintf(f, "id,kind,workload,lock,policy,spin_threshold,vms,vcpus_per_vm,vcpus_total,pcpus,"
+		   "overcommit,auto_added,reps,ok_runs,median_ops_per_s,min_ops_per_s,max_ops_per_s,"
+		   "spread_pct,efficiency,ref_id,of_native,status,exit_code,reason\n");
+	for (unsigned i = 0; i < m->n; i++) {
+		const struct bench_cell *c = &m->cells[i];
+		fprintf(f, "%u,%s,%s,%s,%s,%u,%u,%u,%u,%u,%g,%d,%u,%u", c->id,
+			c->kind == BENCH_VM ? "vm" : "native", c->workload, c->lock, c->policy,
+			c->spin_threshold, c->vms, c->vcpus, c->vms * c->vcpus, c->pcpus, c->overcommit,
+			c->auto_added, c->nruns, c->nok);
+		csv_num(f, c->median);
+		csv_num(f, c->min);
+		csv_num(f, c->max);
+		csv_num(f, c->spread_pct);
+		csv_num(f, c->eff);
+		fprintf(f, ",%d", c->ref);
+		csv_num(f, c->of_native);
+		fprintf(f, ",%s,%d,", c->failed ? "failed" : "ok", c->failed ? c->fail_exit : 0);
+		csv_text(f, c->failed ? c->fail_why : "");
+		fputc('\n', f);
+	}
+	int r = fclose(f) ? -errno : 0;
+	if (r || !(f = open_in(dir, "runs.csv", path, sizeof(path))))
+		return r ? r : -errno;
+	fprintf(f, "id,rep,ok,exit_code,ops_per_s,wall_s,reason\n");
+	for (unsigned i = 0; i < m->n; i++)
+		for (unsigned k = 0; k < m->cells[i].nruns; k++) {
+			const struct bench_run *x = &m->cells[i].runs[k];
+			fprintf(f, "%u,%u,%d,%d", i, k, x->ok, x->exit_code);
+			csv_num(f, x->ops_per_s);
+			csv_num(f, x->wall_s);
+			fputc(',', f);
+			csv_text(f, x->ok ? "" : x->why);
+			fputc('\n', f);
+		}
+	r = fclose(f) ? -errno : 0;
+	if (r || !mi->ran)
+		return r;
+	if (!(f = open_in(dir, "micro.csv", path, sizeof(path))))
+		return -errno;
+	fprintf(f, "name,median,runs\n");
+	for (int k = 0; k < BENCH_MICRO_KINDS; k++) {
+		fprintf(f, "%s", bench_micro_names[k]);
+		csv_num(f, mi->median[k]);
+		fputc(',', f);
+		for (unsigned r2 = 0; r2 < mi->reps; r2++)
+			fprintf(f, r2 ? ";%.10g" : "%.10g", mi->raw[k][r2]);
+		fputc('\n', f);
+	}
+	return fclose(f) ? -errno : 0;
+}
+
+static void json_list_s(struct json *j, const char *key, const struct bench_strs *s)
+{
+	json_arr(j, key);
+	for (unsigned i = 0; i < s->n; i++)
+		json_str(j, NULL, s->v[i]);
+	json_end_arr(j);
+}
+
+static void json_list_n(struct json *j, const char *key, const struct bench_nums *s)
+{
+	json_arr(j, key);
+	for (unsigned i = 0; i < s->n; i++)
+		json_f64(j, NULL, s->v[i]);
+	json_end_arr(j);
+}
+
+static void json_cell(struct json *j, const struct bench_cell *c)
+{
+	json_obj(j, NULL);
+	json_u64(j, "id", c->id);
+	json_str(j, "kind", c->kind == BENCH_VM ? "vm" : "native");
+	json_str(j, "workload", c->workload);
+	json_str(j, "lock", c->lock);
+	json_str(j, "policy", c->policy);
+	json_u64(j, "spin_threshold", c->spin_threshold);
+	json_u64(j, "vms", c->vms);
+	json_u64(j, "vcpus_per_vm", c->vcpus);
+	json_u64(j, "vcpus_total", c->vms * c->vcpus);
+	json_u64(j, "pcpus", c->pcpus);
+	json_f64(j, "overcommit", c->overcommit);
+	json_bool(j, "auto_added", c->auto_added);
+	json_i64(j, "ref_id", c->ref);
+	json_i64(j, "native_ref_id", c->native_ref);
+	json_str(j, "status", c->failed ? "failed" : "ok");
+	json_i64(j, "exit_code", c->failed ? c->fail_exit : 0);
+	if (c->failed)
+		json_str(j, "reason", c->fail_why ? c->fail_why : "");
+	json_f64(j, "median_ops_per_s", c->median);
+	json_f64(j, "min_ops_per_s", c->min);
+	json_f64(j, "max_ops_per_s", c->max);
+	json_f64(j, "spread_pct", c->spread_pct);
+	json_f64(j, "efficiency", c->eff);
+	json_f64(j, "of_native", c->of_native);
+	json_arr(j, "runs");
+	for (unsigned k = 0; k < c->nruns; k++) {
+		const struct bench_run *r = &c->runs[k];
+		json_obj(j, NULL);
+		json_u64(j, "rep", k);
+		json_bool(j, "ok", r->ok);
+		json_i64(j, "exit_code", r->exit_code);
+		json_f64(j, "ops_per_s", r->ops_per_s);
+		json_f64(j, "wall_s", r->wall_s);
+		if (!r->ok)
+			json_str(j, "reason", r->why);
+		json_end_obj(j);
+	}
+	json_end_arr(j);
+	json_end_obj(j);
+}
+
+int bench_report_json(const char *path, const struct bench_opts *o, const struct bench_matrix *m,
+		      const struct bench_micro *mi, const struct bench_machine *mc)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	struct json j;
+	unsigned nfail = 0;
+	json_begin(&j, f);
+	json_obj(&j, NULL);
+	json_str(&j, "vmm_version", VMM_VERSION);
+	json_str(&j, "preset", o->preset);
+	json_obj(&j, "machine");
+	json_u64(&j, "nproc", mc->nproc);
+	json_str(&j, "cpu", mc->cpu);
+	json_str(&j, "kernel", mc->kernel);
+	json_str(&j, "kvm", mc->kvm);
+	json_end_obj(&j);
+	json_obj(&j, "config");
+	json_u64(&j, "pcpus", o->pcpus);
+	json_u64(&j, "reps", o->reps);
+	json_u64(&j, "duration_ms", o->duration_ms);
+	json_u64(&j, "cs_cycles", o->cs_cycles);
+	json_u64(&j, "work_cycles", o->work_cycles);
+	json_list_s(&j, "workloads", &o->workloads);
+	json_list_s(&j, "locks", &o->locks);
+	json_list_s(&j, "policies", &o->policies);
+	json_list_n(&j, "overcommit", &o->overcommit);
+	json_list_n(&j, "vms", &o->vms);
+	json_list_n(&j, "spin_thresholds", &o->thresholds);
+	json_bool(&j, "native", o->native);
+	json_bool(&j, "micro", o->micro);
+	json_end_obj(&j);
+	json_arr(&j, "cells");
+	for (unsigned i = 0; i < m->n; i++) {
+		json_cell(&j, &m->cells[i]);
+		nfail += m->cells[i].failed;
+	}
+	json_end_arr(&j);
+	json_u64(&j, "failed_cells", nfail);
+	if (mi->ran) {
+		json_obj(&j, "micro");
+		json_u64(&j, "reps", mi->reps);
+		for (int k = 0; k < BENCH_MICRO_KINDS; k++) {
+			json_obj(&j, bench_micro_names[k]);
+			json_f64(&j, "median", mi->median[k]);
+			json_arr(&j, "runs");
+			for (unsigned r = 0; r < mi->reps; r++)
+				json_f64(&j, NULL, mi->raw[k][r]);
+			json_end_arr(&j);
+			json_end_obj(&j);
+		}
+		json_f64(&j, "hypercall_over_exit",
+			 bench_ratio(mi->median[BENCH_MICRO_HC], mi->median[BENCH_MICRO_EXIT]));
+		json_f64(&j, "kick_over_futex",
+			 bench_ratio(mi->median[BENCH_MICRO_KICK], mi->median[BENCH_MICRO_FUTEX]));
+		json_u64(&j, "failures", mi->failures);
+		json_end_obj(&j);
+	}
+	json_end_obj(&j);
+	json_finish(&j);
+	return fclose(f) ? -errno : 0;
+}

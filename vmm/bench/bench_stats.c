@@ -1,0 +1,103 @@
+/*
+ * Medians, not means: on a host where identical runs vary up to 2.5x
+ * (HOST.md), one slow run must not move the figure. Spread is reported
+ * beside it so a reader sees how much to trust a cell.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmm/bench/bench.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+double bench_median(const double *v, unsigned n)
+{
+	double tmp[BENCH_MAX_REPS * 4];
+	if (n == 0 || n > sizeof(tmp) / sizeof(tmp[0]))
+		return NAN;
+	memcpy(tmp, v, n * sizeof(*v));
+	qsort(tmp, n, sizeof(*tmp), cmp_double);
+	return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+double bench_min(const double *v, unsigned n)
+{
+	double m = NAN;
+	for (unsigned i = 0; i < n; i++)
+		if (isnan(m) || v[i] < m)
+			m = v[i];
+	return m;
+}
+
+double bench_max(const double *v, unsigned n)
+{
+	double m = NAN;
+	for (unsigned i = 0; i < n; i++)
+		if (isnan(m) || v[i] > m)
+			m = v[i];
+	return m;
+}
+
+double bench_ratio(double num, double den)
+{
+	if (!isfinite(num) || !isfinite(den) || den <= 0)
+		return NAN;
+	return num / den;
+}
+
+double bench_spread_pct(double min, double max, double median)
+{
+	return bench_ratio(max - min, median) * 100;
+}
+
+void bench_stats_cell(struct bench_cell *c)
+{
+	double ok[BENCH_MAX_REPS];
+	c->nok = 0;
+	c->failed = false;
+	c->fail_exit = 0;
+	c->fail_why = NULL;
+	for (unsigned i = 0; i < c->nruns; i++) {
+		const struct bench_run *r = &c->runs[i];
+		if (r->ok) {
+			ok[c->nok++] = r->ops_per_s;
+		} else if (!c->failed) {
+			/* One failed repetition fails the cell: a lock that breaks
+			 * one time in three is broken, not noisy. */
+			c->failed = true;
+			c->fail_exit = r->exit_code;
+			c->fail_why = r->why;
+		}
+	}
+	if (c->nruns == 0) {
+		c->failed = true;
+		c->fail_exit = -1;
+		c->fail_why = "never ran";
+	}
+	c->median = bench_median(ok, c->nok);
+	c->min = bench_min(ok, c->nok);
+	c->max = bench_max(ok, c->nok);
+	c->spread_pct = bench_spread_pct(c->min, c->max, c->median);
+}
+
+bool bench_stats_matrix(struct bench_matrix *m)
+{
+	bool any_failed = false;
+	for (unsigned i = 0; i < m->n; i++) {
+		bench_stats_cell(&m->cells[i]);
+		any_failed |= m->cells[i].failed;
+	}
+	for (unsigned i = 0; i < m->n; i++) {
+		struct bench_cell *c = &m->cells[i];
+		const struct bench_cell *ref = c->ref >= 0 ? &m->cells[c->ref] : NULL;
+		const struct bench_cell *nat = c->native_ref >= 0 ? &m->cells[c->native_ref] : NULL;
+		c->eff = ref && !ref->failed && !c->failed ? bench_ratio(c->median, ref->median) : NAN;
+		c->of_native = nat && !nat->failed && !c->failed ? bench_ratio(c->median, nat->median) : NAN;
+	}
+	return any_failed;
+}

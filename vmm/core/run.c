@@ -1,0 +1,508 @@
+#include "vmm/core/run.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "vmm/errors.h"
+#include "vmm/core/event_loop.h"
+#include "vmm/boot/fdt_build.h"
+#include "vmm/linux/linux_console.h"
+#include "vmm/spin/ple_perf.h"
+#include "vmm/sandbox/seccomp_filters.h"
+#include "vmm/linux/vm_linux.h"
+
+#define TRACE_MAX_EVENTS (8u << 20)
+
+const struct vm *run_vm_of(const struct run *r, unsigned g, unsigned *idx)
+{
+	*idx = g % r->cfg->ncpus;
+	return &r->vms[g / r->cfg->ncpus];
+}
+
+static void on_deadlock(void *ctx)
+{
+	struct run *r = ctx;
+	run_request_stop(&r->ctl, VM_STOP_DEADLOCK, -1, -1, 0);
+}
+
+static int create_sched(struct run *r, struct vm_error *err)
+{
+	const struct vm_config *cfg = r->cfg;
+	bool host = cfg->sched_mode == SCHED_MODE_HOST;
+	r->nslots = r->in->nslots; /* --pcpus was checked by vm_inputs_prepare */
+	r->cpus = r->in->cpus;
+
+	int *vm_of = calloc(r->nvcpus, sizeof(*vm_of));
+	if (!vm_of)
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+	for (unsigned g = 0; g < r->nvcpus; g++)
+		vm_of[g] = (int)(g / cfg->ncpus);
+	unsigned sources = 0;
+	if (cfg->spin_detect & SPIN_DETECT_PLE)
+		sources |= SCHED_SPIN_PLE;
+	if (cfg->spin_detect & SPIN_DETECT_HINT)
+		sources |= SCHED_SPIN_HINT;
+	if (cfg->spin_detect & SPIN_DETECT_YIELD)
+		sources |= SCHED_SPIN_YIELD;
+	/*
+	 * Host mode keeps the scheduler only for PV wait/kick: a slot per vCPU,
+	 * nothing pinned, nobody preempted; the host kernel decides who runs.
+	 */
+	struct sched_params p = {
+		.nvcpus = (int)r->nvcpus,
+		.npcpus = host ? (int)r->nvcpus : (int)r->nslots,
+		.host_cpu = host ? NULL : r->in->slot_cpu,
+		.slice_ns = (uint64_t)cfg->slice_us * 1000,
+		.ple_window_ns = (uint64_t)cfg->ple_window_us * 1000,
+		.policy = host ? "none" : cfg->policy,
+		.spin_sources = host ? 0 : sources,
+		.defer = !host && cfg->safe_point,
+		.defer_max_ns = (uint64_t)cfg->defer_us * 1000,
+		.nvms = (int)r->nvms,
+		.vm_of = vm_of,
+		.seed = 0x5eed,
+		/* Linux halts inside KVM_RUN (in-kernel irqchip): parking */
+		.halt_check_ns = !host && cfg->kernel_path ? (uint64_t)cfg->halt_check_us * 1000 : 0,
+	};
+	if (cfg->trace_path) {
+		r->trace = trace_create(TRACE_MAX_EVENTS);
+		if (!r->trace) {
+			free(vm_of);
+			return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+		}
+		p.trace = trace_sched_event;
+		p.trace_ctx = r->trace;
+	}
+	const char *why = NULL;
+	r->sched = sched_create(&p, &why);
+	free(vm_of);
+	if (!r->sched)
+		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL, "scheduler: %s", why ? why : "bad parameters");
+	sched_set_deadlock_cb(r->sched, on_deadlock, r);
+	return 0;
+}
+
+/* seccomp: each vCPU thread installs its filter on itself (vcpu.c) */
+static int vcpu_sandbox(struct vcpu *v)
+{
+	return seccomp_enter_vcpu(v->fd, v->id);
+}
+
+static void wire_vcpus(struct run *r)
+{
+	bool host = r->cfg->sched_mode == SCHED_MODE_HOST;
+	for (unsigned k = 0; k < r->nvms; k++) {
+		struct vm *vm = &r->vms[k];
+		int base = (int)(k * r->cfg->ncpus);
+		vm->env.sched = r->sched;
+		vm->env.sched_base = base;
+		vm->hc.sched = r->sched;
+		vm->hc.sched_base = base;
+		vm->hc.pv_features = fdt_pv_features(r->cfg);
+		vm->hc.host_yield = host;
+		vm->env.sandbox = r->cfg->no_seccomp ? NULL : vcpu_sandbox;
+		for (unsigned i = 0; i < r->cfg->ncpus; i++) {
+			struct sched_glue *g = &r->glue[base + (int)i];
+			*g = (struct sched_glue){ .vm = vm, .vcpu = i, .base = base };
+			sched_set_vcpu(r->sched, base + (int)i, &sched_glue_ops, g);
+			int e = vm->vcpus[i].stats_err;
+			if (vm->linux_guest && !host && r->cfg->halt_check_us && e && !r->halt_note[0])
+				snprintf(r->halt_note, sizeof(r->halt_note),
+					 "no KVM binary stats (%s): a halted vCPU keeps its slot until its slice ends",
+					 e == -ENOENT ? "no `blocking` stat" : strerror(-e));
+		}
+	}
+	if (r->halt_note[0])
+		fprintf(stderr, "vmm: --halt-check-us: %s\n", r->halt_note);
+	else if (r->cfg->kernel_path && !host)
+		r->halt_check_us = r->cfg->halt_check_us;
+}
+
+int run_create(struct run *r, const struct vm_config *cfg, const struct vm_inputs *in, struct kvm_host *kvm,
+	       struct vm_error *err)
+{
+	memset(r, 0, sizeof(*r));
+	r->cfg = cfg;
+	r->in = in;
+	r->kvm = kvm;
+	r->nvms = cfg->vms;
+	r->nvcpus = cfg->vms * cfg->ncpus;
+	atomic_init(&r->ctl.stop_vm, -1);
+	atomic_init(&r->ctl.stop_vcpu, -1);
+	r->ctl.wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (r->ctl.wake_fd < 0)
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -errno, "eventfd: %s", strerror(errno));
+	if ((cfg->spin_detect & SPIN_DETECT_PLE) && cfg->sched_mode == SCHED_MODE_VMM) {
+		if (cfg->ple_tracepoint || ple_host_support(r->ple_note, sizeof(r->ple_note)) == 0) {
+			r->ple_note[0] = '\0';
+			r->ple_on = true;
+		} else {
+			/* Said at start, not only in the report: the user asked for it. */
+			fprintf(stderr, "vmm: --spin-detect ple: %s; pause-loop detection is off\n", r->ple_note);
+		}
+	}
+
+	r->vms = calloc(r->nvms, sizeof(*r->vms));
+	r->glue = calloc(r->nvcpus, sizeof(*r->glue));
+	if (!r->vms || !r->glue)
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
+	int rc = create_sched(r, err);
+	if (rc)
+		return rc;
+	for (unsigned k = 0; k < r->nvms; k++) {
+		rc = vm_create(&r->vms[k], k, kvm, cfg, in, &r->ctl, err);
+		r->vms_created = k + 1;
+		if (rc)
+			return rc;
+	}
+	wire_vcpus(r);
+	return 0;
+}
+
+void run_destroy(struct run *r)
+{
+	for (unsigned k = 0; k < r->vms_created; k++)
+		vm_destroy(&r->vms[k]);
+	if (r->sched)
+		sched_destroy(r->sched);
+	trace_destroy(r->trace);
+	if (r->json_out)
+		fclose(r->json_out);
+	free(r->vms);
+	free(r->glue);
+	if (r->ctl.wake_fd > 0)
+		close(r->ctl.wake_fd);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- the event loop ---- */
+
+struct loop_ctx {
+	struct run *r;
+	struct evloop loop;
+	struct ev wake_ev, timeout_ev, signal_ev, sched_wake_ev, tick_ev;
+	uint64_t wake_buf, sched_wake_buf;
+	struct signalfd_siginfo sig_buf;
+	int sig_fd;
+	bool tick_armed;
+	uint64_t tick_at;
+	bool stopping, done;
+	/* Linux guests: the terminal is the guest's serial console (linux_console.c) */
+	struct ev stdin_ev;
+	struct console_escape esc;
+	bool console_on;
+};
+
+static void kick_all(struct run *r)
+{
+	for (unsigned k = 0; k < r->vms_created; k++)
+		for (unsigned i = 0; i < r->vms[k].nvcpus_created; i++)
+			vcpu_kick(&r->vms[k].vcpus[i]);
+}
+
+/* Keeps one io_uring timeout armed at the scheduler's next deadline. */
+static void arm_tick(struct loop_ctx *c)
+{
+	uint64_t at = sched_next_deadline(c->r->sched);
+	if (at == UINT64_MAX || c->stopping)
+		return;
+	if (c->tick_armed) {
+		if (at < c->tick_at) {
+			c->tick_at = at;
+			evloop_timeout_move(&c->loop, &c->tick_ev, at);
+		}
+		return;
+	}
+	c->tick_armed = true;
+	c->tick_at = at;
+	evloop_timeout_at(&c->loop, &c->tick_ev, at);
+}
+
+static void on_tick(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	(void)res;
+	c->tick_armed = false;
+	if (!c->stopping)
+		sched_tick(c->r->sched, sched_now_ns());
+	arm_tick(c);
+}
+
+static void on_sched_wake(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	(void)res;
+	arm_tick(c);
+	evloop_read(&c->loop, &c->sched_wake_ev, sched_wake_fd(c->r->sched), &c->sched_wake_buf,
+		    sizeof(c->sched_wake_buf));
+}
+
+static void on_wake(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	struct run *r = c->r;
+	(void)res;
+	if (atomic_load(&r->ctl.stop) != VM_STOP_NONE && !c->stopping) {
+		c->stopping = true;
+		sched_stop(r->sched); /* vCPUs waiting for a slot or a kick leave too */
+		kick_all(r);
+	}
+	if (atomic_load(&r->ctl.ended) == r->nvcpus)
+		c->done = true;
+	else
+		evloop_read(&c->loop, &c->wake_ev, r->ctl.wake_fd, &c->wake_buf, sizeof(c->wake_buf));
+}
+
+static void on_timeout(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	if (res == -ETIME)
+		run_request_stop(&c->r->ctl, VM_STOP_TIMEOUT, -1, -1, 0);
+}
+
+static void on_signal(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	if (res == (int)sizeof(c->sig_buf)) {
+		c->r->ctl.stop_signal = (int)c->sig_buf.ssi_signo;
+		run_request_stop(&c->r->ctl, VM_STOP_SIGNAL, -1, -1, 0);
+	}
+	evloop_read(&c->loop, &c->signal_ev, c->sig_fd, &c->sig_buf, sizeof(c->sig_buf));
+}
+
+/* Device fds (disk completions): re-armed after each callback until the run stops. */
+struct poller_ev {
+	struct ev ev;
+	struct evloop *loop;
+	const struct vm_poller *p;
+	struct run *r;
+};
+
+static void on_poller(void *arg, int res)
+{
+	struct poller_ev *pe = arg;
+	if (res < 0)
+		return;
+	pe->p->fn(pe->p->ctx);
+	if (atomic_load(&pe->r->ctl.stop) == VM_STOP_NONE)
+		evloop_poll(pe->loop, &pe->ev, pe->p->fd);
+}
+
+static int outcome(const struct run *r)
+{
+	switch (atomic_load(&r->ctl.stop)) {
+	case VM_STOP_FAULT: return VMM_EXIT_GUEST_FAULT;
+	case VM_STOP_TIMEOUT: return VMM_EXIT_TIMEOUT;
+	case VM_STOP_DEADLOCK: return VMM_EXIT_DEADLOCK;
+	case VM_STOP_SIGNAL: return 128 + r->ctl.stop_signal;
+	case VM_STOP_GUEST_EXIT:
+		return atomic_load(&r->ctl.guest_status) ? VMM_EXIT_GUEST_FAIL : VMM_EXIT_OK;
+	default: return VMM_EXIT_OK;
+	}
+}
+
+static int start_vcpus(struct run *r)
+{
+	/* --sched host: the threads inherit this mask, the host kernel does the rest. */
+	if (r->cfg->sched_mode == SCHED_MODE_HOST && sched_setaffinity(0, sizeof(r->cpus), &r->cpus) < 0)
+		return -errno;
+	sched_start(r->sched);
+	for (unsigned k = 0; k < r->nvms; k++)
+		for (unsigned i = 0; i < r->cfg->ncpus; i++) {
+			int rc = vcpu_start(&r->vms[k].vcpus[i]);
+			if (rc) {
+				fprintf(stderr, "vmm: cannot start vCPU %u of VM %u: %s\n", i, k, strerror(-rc));
+				run_request_stop(&r->ctl, VM_STOP_FAULT, (int)k, (int)i, 0);
+				/* threads never started count as ended */
+				atomic_fetch_add(&r->ctl.ended, r->nvcpus - (k * r->cfg->ncpus + i));
+				return rc;
+			}
+		}
+	return 0;
+}
+
+/* ---- seccomp (vmm/sandbox/seccomp_filters.h) ---- */
+
+/* The report's files are opened now: the event loop's filter forbids open(2). */
+static void open_outputs(struct run *r)
+{
+	if (r->cfg->json_path && !r->json_out && !r->json_out_err) {
+		r->json_out = fopen(r->cfg->json_path, "w");
+		if (!r->json_out)
+			r->json_out_err = -errno;
+	}
+	if (r->cfg->trace_path)
+		trace_open_output(r->trace, r->cfg->trace_path);
+}
+
+static int sandbox_prepare(struct run *r)
+{
+	int fds[] = { r->ctl.wake_fd, sched_wake_fd(r->sched) };
+	/* a Linux guest runs alone (cli.c): its one VM's devices */
+	const struct vm *vm = &r->vms[0];
+	struct seccomp_guest g = { .vm_fd = vm->fd, .blk_uring = vm_linux_blk_uring_fd(vm),
+				   .blk_event = -1, .console = true };
+	for (unsigned i = 0; i < vm->npollers; i++)
+		g.blk_event = vm->pollers[i].fd; /* virtio-blk's, the only poller (vm_linux.c) */
+	int rc = r->cfg->no_seccomp ? 0 : seccomp_prepare(fds, 2, vm->linux_guest ? &g : NULL);
+	if (rc)
+		fprintf(stderr, "vmm: seccomp: %s\n", strerror(-rc));
+	return rc;
+}
+
+/* After every thread and PLE watch is started: the main thread's filter. */
+static int sandbox_loop(struct run *r, struct loop_ctx *c)
+{
+	if (r->cfg->no_seccomp)
+		return 0;
+	int wfd[] = { r->ctl.wake_fd, sched_wake_fd(r->sched), r->json_out ? fileno(r->json_out) : -1,
+		      trace_output_fd(r->trace) };
+	int *rfd = calloc(r->ple ? r->nvcpus : 1, sizeof(int));
+	unsigned nr = 0;
+	for (unsigned g = 0; rfd && r->ple && g < r->nvcpus; g++)
+		rfd[nr++] = r->ple[g].w.fd;
+	int *sfd = calloc(r->nvcpus, sizeof(int));
+	unsigned ns = 0;
+	for (unsigned g = 0; sfd && g < r->nvcpus; g++) {
+		unsigned i;
+		const struct vm *vm = run_vm_of(r, g, &i);
+		if (vm->vcpus[i].stats.fd >= 0)
+			sfd[ns++] = vm->vcpus[i].stats.fd;
+	}
+	struct seccomp_fds f = { .write = wfd, .nwrite = 4, .read = rfd, .nread = nr, .pread = sfd,
+				 .npread = ns, .uring = c->loop.ring.ring_fd };
+	int rc = rfd && sfd ? seccomp_enter_loop(&f) : -ENOMEM;
+	free(rfd);
+	free(sfd);
+	if (rc)
+		fprintf(stderr, "vmm: seccomp: cannot install the event loop's filter: %s\n", strerror(-rc));
+	return rc;
+}
+
+/* ---- Linux guests: typed bytes into the UART (vmm/linux/linux_console.h) ---- */
+
+static void on_stdin(void *arg, int res)
+{
+	struct loop_ctx *c = arg;
+	struct run *r = c->r;
+	uint8_t in[64], out[128];
+	ssize_t n = res > 0 ? read(STDIN_FILENO, in, sizeof(in)) : 0;
+	if (n <= 0 || (res & (POLLERR | POLLNVAL))) {
+		c->console_on = false; /* end of input: the guest keeps running */
+		return;
+	}
+	bool quit = false;
+	size_t o = console_filter(&c->esc, in, (size_t)n, out, &quit);
+	if (o)
+		uart8250_input(&r->vms[0].uart, out, (unsigned)o);
+	if (quit) {
+		r->ctl.stop_signal = SIGINT; /* Ctrl-a x: like an interrupt, status 130 */
+		fprintf(stderr, "\r\nvmm: Ctrl-a x: stopping the guest\n");
+		run_request_stop(&r->ctl, VM_STOP_SIGNAL, -1, -1, 0);
+		return;
+	}
+	if (!c->stopping)
+		evloop_poll(&c->loop, &c->stdin_ev, STDIN_FILENO);
+}
+
+static void console_start(struct loop_ctx *c)
+{
+	if (!c->r->vms[0].linux_guest)
+		return;
+	console_raw_enter();
+	c->stdin_ev = (struct ev){ .cb = on_stdin, .arg = c };
+	c->console_on = evloop_poll(&c->loop, &c->stdin_ev, STDIN_FILENO) == 0;
+}
+
+int run_execute(struct run *r)
+{
+	struct loop_ctx c = { .r = r, .sig_fd = -1 };
+	bool host_error = false;
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	/* SIGINT/SIGTERM become events, so a stopped guest still gets its report. */
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	c.sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC);
+
+	open_outputs(r);
+	if (sandbox_prepare(r))
+		return VMM_EXIT_HOST_ERROR;
+	int rc = evloop_init(&c.loop);
+	if (rc < 0) {
+		fprintf(stderr, "vmm: io_uring: %s\n", strerror(-rc));
+		return VMM_EXIT_HOST_ERROR;
+	}
+	c.wake_ev = (struct ev){ .cb = on_wake, .arg = &c };
+	c.timeout_ev = (struct ev){ .cb = on_timeout, .arg = &c };
+	c.signal_ev = (struct ev){ .cb = on_signal, .arg = &c };
+	c.sched_wake_ev = (struct ev){ .cb = on_sched_wake, .arg = &c };
+	c.tick_ev = (struct ev){ .cb = on_tick, .arg = &c };
+	evloop_read(&c.loop, &c.wake_ev, r->ctl.wake_fd, &c.wake_buf, sizeof(c.wake_buf));
+	evloop_read(&c.loop, &c.sched_wake_ev, sched_wake_fd(r->sched), &c.sched_wake_buf,
+		    sizeof(c.sched_wake_buf));
+	if (c.sig_fd >= 0)
+		evloop_read(&c.loop, &c.signal_ev, c.sig_fd, &c.sig_buf, sizeof(c.sig_buf));
+
+	r->start_ns = monotonic_ns();
+	for (unsigned k = 0; k < r->nvms; k++)
+		r->vms[k].start_ns = r->start_ns;
+	if (r->cfg->timeout_ms)
+		evloop_timeout_at(&c.loop, &c.timeout_ev, r->start_ns + r->cfg->timeout_ms * 1000000ull);
+	struct poller_ev pollers[VM_MAX_POLLERS * 4];
+	unsigned npollers = 0;
+	for (unsigned k = 0; k < r->nvms; k++)
+		for (unsigned i = 0; i < r->vms[k].npollers && npollers < sizeof(pollers) / sizeof(pollers[0]); i++) {
+			struct poller_ev *pe = &pollers[npollers++];
+			*pe = (struct poller_ev){ .ev = { .cb = on_poller, .arg = pe }, .loop = &c.loop,
+						  .p = &r->vms[k].pollers[i], .r = r };
+			evloop_poll(&c.loop, &pe->ev, pe->p->fd);
+		}
+	if (start_vcpus(r) == 0) {
+		arm_tick(&c);
+		console_start(&c); /* Linux guests */
+		char why[200];
+		if (r->ple_on && ple_sources_start(r, &c.loop, why, sizeof(why)) < 0) {
+			fprintf(stderr, "vmm: --spin-detect ple: %s; pause-loop detection is off\n", why);
+			snprintf(r->ple_note, sizeof(r->ple_note), "%s", why);
+		}
+	}
+	/* seccomp: from here on the main thread makes only the calls its filter allows */
+	if (sandbox_loop(r, &c)) {
+		host_error = true;
+		run_request_stop(&r->ctl, VM_STOP_FAULT, -1, -1, 0);
+	}
+	while (!c.done) {
+		rc = evloop_run_once(&c.loop);
+		if (rc < 0) {
+			fprintf(stderr, "vmm: event loop: %s\n", strerror(-rc));
+			run_request_stop(&r->ctl, VM_STOP_FAULT, -1, -1, 0);
+			sched_stop(r->sched);
+			kick_all(r);
+			break;
+		}
+	}
+	for (unsigned k = 0; k < r->nvms; k++) {
+		for (unsigned i = 0; i < r->cfg->ncpus; i++)
+			vcpu_join(&r->vms[k].vcpus[i]);
+	}
+	r->end_ns = monotonic_ns();
+	for (unsigned k = 0; k < r->nvms; k++)
+		r->vms[k].end_ns = r->end_ns;
+	console_raw_leave(); /* Linux guests: the terminal as it was */
+	evloop_fini(&c.loop);
+	ple_sources_stop(r);
+	if (c.sig_fd >= 0)
+		close(c.sig_fd);
+	pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
+	return host_error ? VMM_EXIT_HOST_ERROR : outcome(r);
+}

@@ -1,0 +1,314 @@
+#include "vmm/linux/boot_linux.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* setup_header offsets in the image and in the zero page (boot.rst). */
+#define HDR_START 0x1f1
+#define OFF_SETUP_SECTS 0x1f1
+#define OFF_SYSSIZE 0x1f4
+#define OFF_VID_MODE 0x1fa
+#define OFF_BOOT_FLAG 0x1fe
+#define OFF_JUMP 0x200
+#define OFF_HEADER 0x202
+#define OFF_VERSION 0x206
+#define OFF_KERNEL_VERSION 0x20e
+#define OFF_TYPE_OF_LOADER 0x210
+#define OFF_LOADFLAGS 0x211
+#define OFF_CODE32_START 0x214
+#define OFF_RAMDISK_IMAGE 0x218
+#define OFF_RAMDISK_SIZE 0x21c
+#define OFF_HEAP_END_PTR 0x224
+#define OFF_CMD_LINE_PTR 0x228
+#define OFF_INITRD_ADDR_MAX 0x22c
+#define OFF_KERNEL_ALIGNMENT 0x230
+#define OFF_RELOCATABLE 0x234
+#define OFF_MIN_ALIGNMENT 0x235
+#define OFF_XLOADFLAGS 0x236
+#define OFF_CMDLINE_SIZE 0x238
+#define OFF_PAYLOAD_OFFSET 0x248
+#define OFF_PAYLOAD_LENGTH 0x24c
+#define OFF_PREF_ADDRESS 0x258
+#define OFF_INIT_SIZE 0x260
+#define HDR_MIN_END_2_12 0x264 /* init_size is the last field version 2.12 needs */
+#define HDR_MAX_END 0x290      /* struct boot_params has room for the header up to here */
+
+/* Zero-page fields outside setup_header. */
+#define BP_ACPI_RSDP_ADDR 0x070
+#define BP_EXT_RAMDISK_IMAGE 0x0c0
+#define BP_EXT_RAMDISK_SIZE 0x0c4
+#define BP_EXT_CMD_LINE_PTR 0x0c8
+#define BP_E820_ENTRIES 0x1e8
+#define BP_E820_TABLE 0x2d0
+
+#define LOADED_HIGH 0x01
+#define CAN_USE_HEAP 0x80
+#define XLF_KERNEL_64 0x01
+#define XLF_CAN_BE_LOADED_ABOVE_4G 0x02
+
+static int bad(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static uint16_t rd16(const uint8_t *p, size_t off)
+{
+	return (uint16_t)(p[off] | p[off + 1] << 8);
+}
+
+static uint32_t rd32(const uint8_t *p, size_t off)
+{
+	return (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 |
+	       (uint32_t)p[off + 3] << 24;
+}
+
+static uint64_t rd64(const uint8_t *p, size_t off)
+{
+	return rd32(p, off) | (uint64_t)rd32(p, off + 4) << 32;
+}
+
+static void wr16(uint8_t *p, size_t off, uint16_t v)
+{
+	memcpy(p + off, &v, 2);
+}
+
+static void wr32(uint8_t *p, size_t off, uint32_t v)
+{
+	memcpy(p + off, &v, 4);
+}
+
+static void wr64(uint8_t *p, size_t off, uint64_t v)
+{
+	memcpy(p + off, &v, 8);
+}
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why, size_t whylen)
+{
+	memset(bz, 0, sizeof(*bz));
+	if (len < 1024)
+		return bad(why, whylen, "not a bzImage: %zu bytes is too short for a boot sector and setup header", len);
+	if (rd16(img, OFF_BOOT_FLAG) != 0xaa55)
+		return bad(why, whylen, "not a bzImage: boot flag at 0x1fe is 0x%04x, not 0xaa55",
+			   rd16(img, OFF_BOOT_FLAG));
+	if (memcmp(img + OFF_HEADER, "HdrS", 4))
+		return bad(why, whylen, "not a bzImage: no \"HdrS\" magic at 0x202 (a pre-2.00 kernel, or not a kernel)");
+	bz->version = rd16(img, OFF_VERSION);
+	if (bz->version < 0x020c)
+		return bad(why, whylen, "boot protocol %u.%02u is too old: the 64-bit entry needs 2.12 or later",
+			   bz->version >> 8, bz->version & 0xff);
+	if (img[OFF_JUMP] != 0xeb)
+		return bad(why, whylen, "setup header: no short jump at 0x200 (byte 0x%02x)", img[OFF_JUMP]);
+	bz->hdr_end = 0x202u + img[OFF_JUMP + 1];
+	if (bz->hdr_end < HDR_MIN_END_2_12 || bz->hdr_end > HDR_MAX_END)
+		return bad(why, whylen, "setup header: its length (ends at 0x%x) does not fit protocol 2.12+ (0x%x..0x%x)",
+			   bz->hdr_end, HDR_MIN_END_2_12, HDR_MAX_END);
+
+	unsigned sects = img[OFF_SETUP_SECTS] ? img[OFF_SETUP_SECTS] : 4;
+	bz->setup_size = (sects + 1) * 512u;
+	if (bz->setup_size > len || bz->setup_size < bz->hdr_end)
+		return bad(why, whylen, "setup_sects %u: the setup code (%u bytes) does not fit the %zu-byte file",
+			   sects, bz->setup_size, len);
+	uint32_t syssize = rd32(img, OFF_SYSSIZE);
+	if (syssize == 0 || syssize > (UINT32_MAX >> 4))
+		return bad(why, whylen, "syssize %u is not a kernel size", syssize);
+	bz->kernel_size = syssize * 16;
+	if (bz->kernel_size > len - bz->setup_size)
+		return bad(why, whylen, "truncated: syssize says %u bytes of kernel after setup, the file has %zu",
+			   bz->kernel_size, len - bz->setup_size);
+
+	bz->loadflags = img[OFF_LOADFLAGS];
+	if (!(bz->loadflags & LOADED_HIGH))
+		return bad(why, whylen, "loadflags 0x%02x: not a bzImage (LOADED_HIGH clear: a zImage for 0x10000)",
+			   bz->loadflags);
+	bz->xloadflags = rd16(img, OFF_XLOADFLAGS);
+	if (!(bz->xloadflags & XLF_KERNEL_64))
+		return bad(why, whylen, "xloadflags 0x%04x: no 64-bit entry point (XLF_KERNEL_64 clear; a 32-bit kernel?)",
+			   bz->xloadflags);
+	bz->relocatable = img[OFF_RELOCATABLE] != 0;
+	bz->kernel_alignment = rd32(img, OFF_KERNEL_ALIGNMENT);
+	if (!pow2(bz->kernel_alignment) || bz->kernel_alignment < 4096 || bz->kernel_alignment > (1u << 30))
+		return bad(why, whylen, "kernel_alignment 0x%x is not a power of two from 4 KiB to 1 GiB",
+			   bz->kernel_alignment);
+	unsigned min_align = img[OFF_MIN_ALIGNMENT];
+	/* min_align is the image's byte: bound it before shifting (UBSan found 2^217) */
+	if (min_align < 12 || min_align > 30 || (1ull << min_align) > bz->kernel_alignment)
+		return bad(why, whylen, "min_alignment 2^%u does not fit kernel_alignment 0x%x", min_align,
+			   bz->kernel_alignment);
+	bz->pref_address = rd64(img, OFF_PREF_ADDRESS);
+	if (bz->pref_address < LINUX_HIGH_MEM || bz->pref_address >= (1ull << 32) ||
+	    (bz->pref_address & 0xfff))
+		return bad(why, whylen, "pref_address 0x%llx is not a page-aligned address from 1 MiB to 4 GiB",
+			   (unsigned long long)bz->pref_address);
+	bz->init_size = rd32(img, OFF_INIT_SIZE);
+	if (bz->init_size < bz->kernel_size)
+		return bad(why, whylen, "init_size 0x%x is smaller than the kernel itself (0x%x bytes)",
+			   bz->init_size, bz->kernel_size);
+	bz->cmdline_size = rd32(img, OFF_CMDLINE_SIZE);
+	if (bz->cmdline_size < 16)
+		return bad(why, whylen, "cmdline_size %u is not a command-line limit", bz->cmdline_size);
+	bz->initrd_addr_max = rd32(img, OFF_INITRD_ADDR_MAX);
+	if (bz->initrd_addr_max < LINUX_HIGH_MEM)
+		return bad(why, whylen, "initrd_addr_max 0x%x is below 1 MiB", bz->initrd_addr_max);
+	uint32_t poff = rd32(img, OFF_PAYLOAD_OFFSET), plen = rd32(img, OFF_PAYLOAD_LENGTH);
+	if (plen && ((uint64_t)poff + plen > bz->kernel_size))
+		return bad(why, whylen, "payload (0x%x bytes at 0x%x) lies outside the 0x%x-byte kernel", plen, poff,
+			   bz->kernel_size);
+
+	uint16_t kv = rd16(img, OFF_KERNEL_VERSION);
+	if (kv && (size_t)kv + 0x200 < bz->setup_size) {
+		size_t at = (size_t)kv + 0x200, n = 0;
+		while (at + n < bz->setup_size && n + 1 < sizeof(bz->kernel_version) && img[at + n] > 0x20 &&
+		       img[at + n] < 0x7f)
+			n++;
+		memcpy(bz->kernel_version, img + at, n);
+		bz->kernel_version[n] = '\0';
+	}
+	return 0;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static void add_e820(struct linux_load_out *o, uint64_t addr, uint64_t end, uint32_t type)
+{
+	if (end > addr && o->ne820 < sizeof(o->e820) / sizeof(o->e820[0]))
+		o->e820[o->ne820++] = (struct e820_entry){ addr, end - addr, type };
+}
+
+int linux_place(const struct bzimage *bz, const struct linux_load_req *req, struct linux_load_out *out,
+		char *why, size_t whylen)
+{
+	memset(out, 0, sizeof(*out));
+	if (req->ram_end > req->mem_size || req->ram_end < 16 * LINUX_HIGH_MEM)
+		return bad(why, whylen, "guest RAM (%llu MiB usable) is too small for Linux",
+			   (unsigned long long)(req->ram_end >> 20));
+
+	/* Where the protected-mode kernel goes: pref_address, aligned if relocatable. */
+	uint64_t load = bz->pref_address;
+	if (bz->relocatable)
+		load = align_up(load, bz->kernel_alignment);
+	uint64_t kend = load + bz->init_size;
+	if (kend > req->ram_end) {
+		bad(why, whylen, "the kernel needs RAM up to %llu MiB (load address 0x%llx + init_size 0x%x); give the guest more memory with -m",
+		    (unsigned long long)(kend >> 20) + 1, (unsigned long long)load, bz->init_size);
+		return -EFBIG;
+	}
+
+	/* The command line. */
+	size_t clen = req->cmdline ? strlen(req->cmdline) : 0;
+	if (clen > bz->cmdline_size || clen >= LINUX_CMDLINE_MAX)
+		return bad(why, whylen, "the command line is %zu bytes; this kernel takes at most %u", clen,
+			   bz->cmdline_size < LINUX_CMDLINE_MAX - 1 ? bz->cmdline_size : (unsigned)LINUX_CMDLINE_MAX - 1);
+
+	/* The initrd: as high as the kernel allows, page aligned, above the kernel. */
+	if (req->initrd_len) {
+		uint64_t top = req->ram_end;
+		if ((uint64_t)bz->initrd_addr_max + 1 < top)
+			top = (uint64_t)bz->initrd_addr_max + 1;
+		if (req->initrd_len > top || ((top - req->initrd_len) & ~0xfffull) < kend) {
+			bad(why, whylen, "the %zu-byte initrd does not fit between the kernel's end (0x%llx) and 0x%llx; give the guest more memory with -m",
+			    req->initrd_len, (unsigned long long)kend, (unsigned long long)top);
+			return -EFBIG;
+		}
+		out->initrd_gpa = (top - req->initrd_len) & ~0xfffull;
+		out->initrd_size = req->initrd_len;
+	}
+	out->load_addr = load;
+	out->entry = load + 0x200; /* startup_64 */
+	out->zero_page = LINUX_ZERO_PAGE_GPA;
+	out->kernel_end = kend;
+	return 0;
+}
+
+int linux_load(uint8_t *mem, const uint8_t *img, size_t len, const struct bzimage *bz,
+	       const struct linux_load_req *req, struct linux_load_out *out, char *why, size_t whylen)
+{
+	(void)len; /* bzimage_parse checked that setup + kernel lie inside it */
+	int r = linux_place(bz, req, out, why, whylen);
+	if (r)
+		return r;
+	uint64_t load = out->load_addr;
+	size_t clen = req->cmdline ? strlen(req->cmdline) : 0;
+	if (req->initrd_len)
+		memcpy(mem + out->initrd_gpa, req->initrd, req->initrd_len);
+	memcpy(mem + load, img + bz->setup_size, bz->kernel_size);
+	memset(mem + LINUX_CMDLINE_GPA, 0, clen + 1);
+	if (clen)
+		memcpy(mem + LINUX_CMDLINE_GPA, req->cmdline, clen);
+
+	/* The zero page: the image's setup_header, then what the loader fills in. */
+	uint8_t *zp = mem + LINUX_ZERO_PAGE_GPA;
+	memset(zp, 0, 4096);
+	memcpy(zp + HDR_START, img + HDR_START, bz->hdr_end - HDR_START);
+	wr16(zp, OFF_VID_MODE, 0xffff);       /* "normal" */
+	zp[OFF_TYPE_OF_LOADER] = 0xff;        /* undefined boot loader */
+	zp[OFF_LOADFLAGS] = (uint8_t)((bz->loadflags | CAN_USE_HEAP) & ~0x20); /* KEEP_SEGMENTS off (unused in 64-bit) */
+	wr16(zp, OFF_HEAP_END_PTR, 0xfe00);
+	wr32(zp, OFF_CODE32_START, (uint32_t)load);
+	wr32(zp, OFF_CMD_LINE_PTR, (uint32_t)LINUX_CMDLINE_GPA);
+	wr32(zp, BP_EXT_CMD_LINE_PTR, 0);
+	wr32(zp, OFF_RAMDISK_IMAGE, (uint32_t)out->initrd_gpa);
+	wr32(zp, OFF_RAMDISK_SIZE, (uint32_t)out->initrd_size);
+	wr32(zp, BP_EXT_RAMDISK_IMAGE, (uint32_t)(out->initrd_gpa >> 32));
+	wr32(zp, BP_EXT_RAMDISK_SIZE, (uint32_t)(out->initrd_size >> 32));
+	if (bz->version >= 0x020e && req->acpi_rsdp)
+		wr64(zp, BP_ACPI_RSDP_ADDR, req->acpi_rsdp);
+
+	/* e820: low RAM, the legacy hole (EBDA, VGA, BIOS area with our ACPI
+	 * tables), RAM from 1 MiB, and the VMM's own pages at the top. */
+	add_e820(out, 0, LINUX_EBDA_GPA, E820_RAM);
+	add_e820(out, LINUX_EBDA_GPA, LINUX_HIGH_MEM, E820_RESERVED);
+	add_e820(out, LINUX_HIGH_MEM, req->ram_end, E820_RAM);
+	add_e820(out, req->ram_end, req->mem_size, E820_RESERVED);
+	zp[BP_E820_ENTRIES] = (uint8_t)out->ne820;
+	for (unsigned i = 0; i < out->ne820; i++) {
+		uint8_t *e = zp + BP_E820_TABLE + i * 20;
+		wr64(e, 0, out->e820[i].addr);
+		wr64(e, 8, out->e820[i].size);
+		wr32(e, 16, out->e820[i].type);
+	}
+	return 0;
+}
+
+#define PTE_P (1ull << 0)
+#define PTE_RW (1ull << 1)
+#define PTE_PS (1ull << 7)
+
+/* A GDT descriptor from its fields (Intel SDM vol. 3, 3.4.5). */
+static uint64_t gdt_entry(uint32_t base, uint32_t limit, uint16_t flags)
+{
+	return ((uint64_t)(base & 0xff000000) << 32) | ((uint64_t)(base & 0x00ffffff) << 16) |
+	       ((uint64_t)(limit & 0x000f0000) << 32) | (uint64_t)(limit & 0xffff) |
+	       ((uint64_t)(flags & 0xf0ff) << 40);
+}
+
+void linux_write_entry_tables(uint8_t *mem)
+{
+	uint64_t pml4 = LINUX_PT_GPA, pdpt = pml4 + 0x1000, pd = pml4 + 0x2000;
+	memset(mem + pml4, 0, 6 * 0x1000);
+	wr64(mem, pml4, pdpt | PTE_P | PTE_RW);
+	for (uint64_t g = 0; g < 4; g++) {
+		wr64(mem, pdpt + g * 8, (pd + g * 0x1000) | PTE_P | PTE_RW);
+		for (uint64_t i = 0; i < 512; i++)
+			wr64(mem, pd + g * 0x1000 + i * 8, (g << 30) | (i << 21) | PTE_P | PTE_RW | PTE_PS);
+	}
+	uint64_t gdt = LINUX_GDT_GPA;
+	memset(mem + gdt, 0, LINUX_BOOT_TSS + 16);
+	wr64(mem, gdt + LINUX_BOOT_CS, gdt_entry(0, 0xfffff, 0xa09b)); /* G, L, P, code r/x */
+	wr64(mem, gdt + LINUX_BOOT_DS, gdt_entry(0, 0xfffff, 0xc093)); /* G, D/B, P, data r/w */
+	wr64(mem, gdt + LINUX_BOOT_TSS, gdt_entry(0, 0xfffff, 0x808b)); /* busy TSS, as Firecracker */
+}

@@ -1,0 +1,267 @@
+#include "vmm/report/report.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vcpu/x86/regs_dump.h"
+#include "vmm/errors.h"
+#include "vmm/linux/vm_linux.h"
+
+const char *report_status_name(int status)
+{
+	switch (status) {
+	case VMM_EXIT_OK: return "ok";
+	case VMM_EXIT_GUEST_FAIL: return "guest_failed";
+	case VMM_EXIT_GUEST_FAULT: return "guest_fault";
+	case VMM_EXIT_TIMEOUT: return "timeout";
+	case VMM_EXIT_DEADLOCK: return "guest_deadlock";
+	case VMM_EXIT_HOST_ERROR: return "host_error";
+	default: return status > 128 ? "signal" : "error";
+	}
+}
+
+static void add_exits(struct vcpu_exit_counts *t, const struct vcpu_exit_counts *e)
+{
+	t->total += e->total;
+	t->io += e->io;
+	t->mmio += e->mmio;
+	t->hypercall += e->hypercall;
+	t->hlt += e->hlt;
+	t->intr += e->intr;
+	t->other += e->other;
+}
+
+static void add_stats(struct sched_vcpu_stats *t, const struct sched_vcpu_stats *x)
+{
+	t->ns_running += x->ns_running;
+	t->ns_runnable += x->ns_runnable;
+	t->ns_waiting += x->ns_waiting;
+	t->ns_idle += x->ns_idle;
+	t->preemptions += x->preemptions;
+	t->spin_events += x->spin_events;
+	t->yields_given += x->yields_given;
+	t->yields_received += x->yields_received;
+	t->waits += x->waits;
+	t->kicks_sent += x->kicks_sent;
+	t->kicks_received += x->kicks_received;
+	t->deferrals += x->deferrals;
+	t->deferrals_hard += x->deferrals_hard;
+	t->kernel_halts += x->kernel_halts;
+	t->unslotted_wakes += x->unslotted_wakes;
+	sched_hist_merge(&t->kick_latency, &x->kick_latency);
+}
+
+static void summarize_vm(const struct vm *vm, struct vm_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (unsigned i = 0; i < vm->cfg->ncpus; i++) {
+		uint64_t v;
+		if (hc_report_get(&vm->hc, i, "ops", &v)) {
+			s->ops_total += v;
+			s->ops_vcpus++;
+		}
+		if (hc_report_get(&vm->hc, i, "elapsed_ns", &v) && v > s->elapsed_ns)
+			s->elapsed_ns = v;
+		if (hc_report_get(&vm->hc, i, "counter", &v)) {
+			s->have_counter = true;
+			s->counter = v;
+		}
+	}
+	if (s->elapsed_ns)
+		s->ops_per_s = (double)s->ops_total * 1e9 / (double)s->elapsed_ns;
+	s->mutual_exclusion_ok = s->have_counter && s->counter == s->ops_total;
+}
+
+int report_summarize(const struct run *r, int status, struct run_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->status = status;
+	s->vm = calloc(r->nvms, sizeof(*s->vm));
+	s->st = calloc(r->nvcpus, sizeof(*s->st));
+	if (!s->vm || !s->st)
+		return -ENOMEM;
+	s->all.have_counter = true;
+	s->all.mutual_exclusion_ok = true;
+	for (unsigned k = 0; k < r->vms_created; k++) {
+		const struct vm *vm = &r->vms[k];
+		struct vm_summary *v = &s->vm[k];
+		summarize_vm(vm, v);
+		/* Several VMs run side by side: their throughputs add up. */
+		s->all.ops_total += v->ops_total;
+		s->all.ops_vcpus += v->ops_vcpus;
+		s->all.ops_per_s += v->ops_per_s;
+		if (v->elapsed_ns > s->all.elapsed_ns)
+			s->all.elapsed_ns = v->elapsed_ns;
+		s->all.have_counter &= v->have_counter;
+		s->all.mutual_exclusion_ok &= v->mutual_exclusion_ok;
+		s->all.counter += v->counter;
+		for (unsigned i = 0; i < vm->nvcpus_created; i++)
+			add_exits(&s->exits, &vm->vcpus[i].exits);
+	}
+	if (!s->all.have_counter)
+		s->all.mutual_exclusion_ok = false;
+	for (unsigned g = 0; r->sched && g < r->nvcpus; g++) {
+		sched_stats(r->sched, (int)g, &s->st[g]);
+		add_stats(&s->st_all, &s->st[g]);
+	}
+	return 0;
+}
+
+void report_summary_free(struct run_summary *s)
+{
+	free(s->vm);
+	free(s->st);
+	s->vm = NULL;
+	s->st = NULL;
+}
+
+static double ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static void print_header(FILE *out, const struct run *r, const struct run_summary *s)
+{
+	const struct vm_config *cfg = r->cfg;
+	const char *pl = cfg->ncpus == 1 ? "" : "s";
+	const struct vm_linux *lx = r->vms_created ? r->vms[0].linux_guest : NULL;
+	if (cfg->kernel_path)
+		fprintf(out, "\n== vmm %s: linux %s, %u vCPU%s", VMM_VERSION,
+			lx && lx->bz.kernel_version[0] ? lx->bz.kernel_version : cfg->kernel_path, cfg->ncpus, pl);
+	else if (cfg->firmware_path)
+		fprintf(out, "\n== vmm %s: guest %s, %u vCPU%s", VMM_VERSION, cfg->firmware_path, cfg->ncpus, pl);
+	else
+		fprintf(out, "\n== vmm %s: %s, lock %s, %u vCPU%s", VMM_VERSION, cfg->workload, cfg->lock,
+			cfg->ncpus, pl);
+	if (r->nvms > 1)
+		fprintf(out, " x %u VMs", r->nvms);
+	fprintf(out, ", %lluM ==\n", (unsigned long long)(cfg->mem_bytes >> 20));
+	if (cfg->sched_mode == SCHED_MODE_HOST)
+		fprintf(out, "sched      host (threads left to the host kernel on %u CPUs)\n", r->nslots);
+	else
+		fprintf(out, "sched      vmm, %u slots, yield %s, spin-detect%s%s%s%s, slice %uus, ple window %uus, safe points %s (defer %uus)\n",
+			r->nslots, cfg->policy, cfg->spin_detect ? "" : " none",
+			(cfg->spin_detect & SPIN_DETECT_PLE) ? " ple" : "",
+			(cfg->spin_detect & SPIN_DETECT_HINT) ? " hint" : "",
+			(cfg->spin_detect & SPIN_DETECT_YIELD) ? " yield" : "", cfg->slice_us, cfg->ple_window_us,
+			cfg->safe_point ? "on" : "off", cfg->defer_us);
+	if (cfg->kernel_path && cfg->sched_mode == SCHED_MODE_VMM) {
+		if (r->halt_check_us)
+			fprintf(out, "halts      checked every %uus: %llu parked in the host kernel, %llu woke with no slot free\n",
+				r->halt_check_us, (unsigned long long)s->st_all.kernel_halts,
+				(unsigned long long)s->st_all.unslotted_wakes);
+		else
+			fprintf(out, "halts      not checked: %s\n",
+				r->halt_note[0] ? r->halt_note : "--halt-check-us 0, a halted vCPU keeps its slot");
+	}
+	if (lx) {
+		fprintf(out, "cpuid      %s\n", lx->mask_note);
+		fprintf(out, "kvm pv     %s; %s\n", lx->pv_note, lx->vmcall_note);
+	}
+	if (r->ple_note[0])
+		fprintf(out, "note       --spin-detect ple: %s\n", r->ple_note);
+	fprintf(out, "seccomp    %s\n", cfg->no_seccomp ? "off (--no-seccomp)" : "on (vcpu, loop filters)");
+	fprintf(out, "status     %s (exit %d, guest status %u), wall %.3f s\n", report_status_name(s->status),
+		s->status, atomic_load(&r->ctl.guest_status), (double)(r->end_ns - r->start_ns) / 1e9);
+	if (s->all.ops_vcpus) {
+		fprintf(out, "ops/s      %.0f  (%llu ops in %.3f s)\n", s->all.ops_per_s,
+			(unsigned long long)s->all.ops_total, (double)s->all.elapsed_ns / 1e9);
+		for (unsigned k = 0; k < r->nvms; k++) {
+			char who[16] = "";
+			if (r->nvms > 1)
+				snprintf(who, sizeof(who), "vm%u ", k);
+			if (s->vm[k].have_counter)
+				fprintf(out, "counter    %s%llu: mutual exclusion %s\n", who,
+					(unsigned long long)s->vm[k].counter,
+					s->vm[k].mutual_exclusion_ok ? "holds" : "VIOLATED");
+		}
+	}
+	uint64_t int3 = 0, fwait = 0;
+	for (unsigned k = 0; k < r->vms_created; k++)
+		for (unsigned i = 0; i < cfg->ncpus; i++) {
+			int3 += r->vms[k].vcpus[i].int3_emulated;
+			fwait += r->vms[k].vcpus[i].fwait_emulated;
+		}
+	if (int3 || fwait)
+		fprintf(out, "emulated   %llu INT3, %llu FWAIT the host's KVM could not (vcpu/x86/emulation_gaps.c)\n",
+			(unsigned long long)int3, (unsigned long long)fwait);
+	const struct sched_vcpu_stats *a = &s->st_all;
+	if (a->kick_latency.count)
+		fprintf(out, "kick->run  median %.1f us, p99 %.1f us over %llu kicks of sleepers\n",
+			(double)sched_hist_percentile(&a->kick_latency, 50) / 1e3,
+			(double)sched_hist_percentile(&a->kick_latency, 99) / 1e3,
+			(unsigned long long)a->kick_latency.count);
+}
+
+void report_print(FILE *out, const struct run *r, const struct run_summary *s)
+{
+	print_header(out, r, s);
+	fprintf(out, "\n%-7s %-8s %4s %11s %7s %7s %7s %6s %6s %6s %6s %6s %6s %6s\n", "vcpu", "state", "exit",
+		"ops", "run_ms", "wait_q", "pv_wait", "preem", "spins", "y_give", "y_recv", "waits", "kicks", "exits");
+	for (unsigned g = 0; g < r->nvcpus; g++) {
+		unsigned i;
+		const struct vm *vm = run_vm_of(r, g, &i);
+		if (vm - r->vms >= (long)r->vms_created)
+			break;
+		const struct vcpu *v = &vm->vcpus[i];
+		const struct sched_vcpu_stats *st = &s->st[g];
+		uint64_t ops = 0;
+		char name[16], opsbuf[24];
+		if (r->nvms > 1)
+			snprintf(name, sizeof(name), "%u/%u", vm->id, i);
+		else
+			snprintf(name, sizeof(name), "%u", i);
+		bool has_ops = hc_report_get(&vm->hc, i, "ops", &ops);
+		snprintf(opsbuf, sizeof(opsbuf), has_ops ? "%llu" : "-", (unsigned long long)ops);
+		fprintf(out, "%-7s %-8s %4u %11s %7.1f %7.1f %7.1f %6llu %6llu %6llu %6llu %6llu %6llu %6llu\n", name,
+			vcpu_end_name(v->end), v->exit_status, opsbuf, ms(st->ns_running), ms(st->ns_runnable),
+			ms(st->ns_waiting), (unsigned long long)st->preemptions,
+			(unsigned long long)st->spin_events, (unsigned long long)st->yields_given,
+			(unsigned long long)st->yields_received, (unsigned long long)st->waits,
+			(unsigned long long)st->kicks_sent, (unsigned long long)v->exits.total);
+	}
+	const struct sched_vcpu_stats *a = &s->st_all;
+	fprintf(out, "%-7s %-8s %4s %11llu %7.1f %7.1f %7.1f %6llu %6llu %6llu %6llu %6llu %6llu %6llu\n", "all", "", "",
+		(unsigned long long)s->all.ops_total, ms(a->ns_running), ms(a->ns_runnable), ms(a->ns_waiting),
+		(unsigned long long)a->preemptions, (unsigned long long)a->spin_events,
+		(unsigned long long)a->yields_given, (unsigned long long)a->yields_received,
+		(unsigned long long)a->waits, (unsigned long long)a->kicks_sent,
+		(unsigned long long)s->exits.total);
+	fprintf(out, "exits      %llu hypercall, %llu io, %llu mmio, %llu hlt, %llu signal, %llu other\n",
+		(unsigned long long)s->exits.hypercall, (unsigned long long)s->exits.io,
+		(unsigned long long)s->exits.mmio, (unsigned long long)s->exits.hlt,
+		(unsigned long long)s->exits.intr, (unsigned long long)s->exits.other);
+	uint64_t errs = 0;
+	for (unsigned k = 0; k < r->vms_created; k++)
+		errs += atomic_load(&r->vms[k].hc.errors);
+	if (errs)
+		fprintf(out, "hypercall errors: %llu (bad calls answered with an error code)\n",
+			(unsigned long long)errs);
+}
+
+void report_print_fault(FILE *out, const struct run *r, const struct run_summary *s)
+{
+	if (s->status != VMM_EXIT_GUEST_FAULT && s->status != VMM_EXIT_TIMEOUT && s->status != VMM_EXIT_DEADLOCK)
+		return;
+	if (s->status == VMM_EXIT_TIMEOUT)
+		fprintf(out, "vmm: guest timed out after %llu ms; vCPU states:\n",
+			(unsigned long long)r->cfg->timeout_ms);
+	if (s->status == VMM_EXIT_DEADLOCK)
+		fprintf(out, "vmm: guest deadlock: every vCPU waits for a kick that nothing can send\n");
+	for (unsigned k = 0; k < r->vms_created; k++)
+		for (unsigned i = 0; i < r->vms[k].nvcpus_created; i++) {
+			const struct vcpu *v = &r->vms[k].vcpus[i];
+			bool culprit = v->end == VCPU_FAULTED ||
+				       (s->status != VMM_EXIT_GUEST_FAULT && v->end == VCPU_STOPPED);
+			if (!culprit)
+				continue;
+			char who[16] = "";
+			if (r->nvms > 1)
+				snprintf(who, sizeof(who), "VM %u ", k);
+			fprintf(out, "vmm: %svCPU %u %s%s%s\n", who, i, vcpu_end_name(v->end), v->fault[0] ? ": " : "",
+				v->fault);
+			if (v->regs_valid)
+				x86_regs_print(out, "    ", &v->regs, &v->sregs);
+		}
+}
