@@ -182,6 +182,7 @@ def run_sanitized(build, only, nested_mode):
     os.environ["ASAN_OPTIONS"] = "detect_leaks=0"
     if nested_mode == "auto" and kvm_here():
         nested_mode = "off"  # the plain suite's nested stage already ran both KVMs
+    t0 = time.time()
     try:
         p, f, sk = run_suite(build, only, None, nested_mode, "asan", integration_asan=True)
     finally:
@@ -190,7 +191,8 @@ def run_sanitized(build, only, nested_mode):
             os.environ.pop("ASAN_OPTIONS", None)
         else:
             os.environ["ASAN_OPTIONS"] = old_env
-    say(f"stage sanitize (ASan+UBSan, {build}): {p} passed, {f} failed" + (f", {sk} skipped" if sk else ""))
+    say(f"stage sanitize (ASan+UBSan, {build}, {time.time() - t0:.0f}s): {p} passed, {f} failed"
+        + (f", {sk} skipped" if sk else ""))
     return p, f, sk
 
 
@@ -199,6 +201,7 @@ def run_fuzzers(build, seconds):
     once (the regression tests), then `seconds` of fuzzing from the corpus.
     New inputs go to BUILD/corpus, findings to BUILD/crashes."""
     passed = failed = 0
+    t_all = time.time()
     fdir = os.path.join(build, "fuzz")
     names = sorted(n for n in os.listdir(fdir) if n.startswith("fuzz_") and "." not in n) \
         if os.path.isdir(fdir) else []
@@ -234,7 +237,8 @@ def run_fuzzers(build, seconds):
                 failed += 1
                 print(f"fuzz {name} {stage}: FINDING (exit {rc}); the input is in {crashes}/")
                 print("    " + "\n    ".join(out.strip().splitlines()[-40:]))
-    print(f"stage fuzz ({len(names)} fuzzers, {seconds}s each): {passed} passed, {failed} failed")
+    print(f"stage fuzz ({len(names)} fuzzers, {seconds}s each, {time.time() - t_all:.0f}s): "
+          f"{passed} passed, {failed} failed")
     return passed, failed
 
 
@@ -296,14 +300,19 @@ def main():
             names = set(f.read().split())
     p = f = sk = 0
     if not args.fuzz_only:
+        t0 = time.time()
         p, f, sk = run_suite(args.build, args.only, names, args.nested, "plain", args.unit_only)
+        if not args.results:
+            say(f"stage plain ({args.build}, {time.time() - t0:.0f}s): {p} passed, {f} failed"
+                + (f", {sk} skipped" if sk else ""))
     if args.sanitize_build:
         sp, sf, ssk = run_sanitized(args.sanitize_build, args.only, args.nested)
         p, f, sk = p + sp, f + sf, sk + ssk
     if args.tsan_build:
         sel = "^(" + "|".join(re.escape(u) for u in args.tsan_units.split()) + ")$"
+        t0 = time.time()
         tp, tf, _, _ = run_unit(args.tsan_build, sel)
-        say(f"stage tsan (ThreadSanitizer, {args.tsan_build}): {tp} passed, {tf} failed")
+        say(f"stage tsan (ThreadSanitizer, {args.tsan_build}, {time.time() - t0:.0f}s): {tp} passed, {tf} failed")
         p, f = p + tp, f + tf
     if args.fuzz_build and args.fuzz_seconds > 0:
         fp, ff = run_fuzzers(args.fuzz_build, args.fuzz_seconds)
