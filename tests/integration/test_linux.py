@@ -257,9 +257,12 @@ def test_linux_halted_vcpus_give_their_slots_back():
     print(f"    boot CPU's share of the one slot: {s_on:.3f} parking, {s_off:.3f} without")
     assert on.report["config"]["sched"]["halt_check_us"] == 1000, on.report["config"]["sched"]
     assert s_on > 0.95, v_on
+    # an AP's first entry into KVM_RUN until it blocks: tens of ms here, but up
+    # to a few hundred in the nested KVM, where every exit costs 100-300 us
+    first_block_ns = 250e6 if harness.nested() else 50e6
     for v in v_on[1:]:
         # parked once, within a few check intervals, never forced out of the halt
-        assert v["sched"]["kernel_halts"] >= 1 and v["sched"]["ns_running"] < 50e6, v
+        assert v["sched"]["kernel_halts"] >= 1 and v["sched"]["ns_running"] < first_block_ns, v
     assert v_on[0]["sched"]["kernel_halts"] == 0, v_on[0]
     assert s_off < 0.5, v_off
     assert all(v["sched"]["kernel_halts"] == 0 for v in v_off), v_off
