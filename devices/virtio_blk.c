@@ -130,7 +130,9 @@ static bool handle(struct virtio_blk_pci *b, const struct vq_chain *c)
 	}
 	/* Device-readable: header, then OUT data. Device-writable: IN data or ID, then the status byte. */
 	uint64_t rlen = total(v, 0, c->nread), wlen = total(v, c->nread, c->n) - 1;
-	struct virtio_blk_req_hdr h;
+	/* Zeroed: gather() fills it whenever rlen >= sizeof(h), but a compiler
+	 * that does not follow that (gcc -O1) would see a read of garbage. */
+	struct virtio_blk_req_hdr h = { 0 };
 	if (rlen < sizeof(h)) {
 		b->st.bad_chains++;
 		finish(b, c->head, status, VIRTIO_BLK_S_IOERR, 1);
