@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -185,15 +184,6 @@ unsigned blk_backend_reap(struct blk_backend *b)
 	if (io_uring_sq_ready(&b->ring))
 		io_uring_submit(&b->ring);
 	return done;
-}
-
-int blk_backend_wait(struct blk_backend *b, int timeout_ms)
-{
-	struct pollfd p = { .fd = b->efd, .events = POLLIN };
-	int r = poll(&p, 1, timeout_ms);
-	if (r < 0)
-		return -errno;
-	return r ? 0 : -ETIME;
 }
 
 void blk_backend_close(struct blk_backend *b)

@@ -53,7 +53,5 @@ int blk_backend_event_fd(const struct blk_backend *b);
 int blk_backend_uring_fd(const struct blk_backend *b);
 /* Runs the callbacks of all finished I/O without blocking; returns how many finished. */
 unsigned blk_backend_reap(struct blk_backend *b);
-/* Blocks until at least one completion is ready or timeout_ms passes; 0, -ETIME. */
-int blk_backend_wait(struct blk_backend *b, int timeout_ms);
 
 #endif

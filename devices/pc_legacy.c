@@ -24,16 +24,13 @@ int pc_kbc_data_io(void *dev, unsigned vcpu, uint64_t offset, uint8_t *data, uns
 	return 0;
 }
 
+/* Every CMOS register reads 0, so the index the guest selects at 0x70 needs
+ * no keeping: writes to either port are dropped. */
 int pc_cmos_io(void *dev, unsigned vcpu, uint64_t offset, uint8_t *data, unsigned len, bool is_write)
 {
-	struct pc_legacy *p = dev;
-	(void)vcpu;
-	if (is_write) {
-		if (offset == 0)
-			p->cmos_index = data[0] & 0x7f;
-		return 0;
-	}
-	memset(data, 0, len);
+	(void)dev, (void)vcpu, (void)offset;
+	if (!is_write)
+		memset(data, 0, len);
 	return 0;
 }
 

@@ -28,7 +28,6 @@ enum pc_power_event { PC_POWER_RESET = 1, PC_POWER_OFF = 2 };
 struct pc_legacy {
 	void (*power)(void *opaque, unsigned vcpu, enum pc_power_event ev);
 	void *opaque;
-	uint8_t cmos_index;
 };
 
 /* io_bus handlers: kbc at 0x64 and kbc_data at 0x60 (len 1 each; 0x61 is
