@@ -1,15 +1,14 @@
 /*
  * hcbench: what a hypercall costs beyond the exit it rides on. vCPU 0
  * alternates a VERSION hypercall and a bare exit (an 8-byte read of the
- * VMM's null MMIO page, devices/null_mmio.h: same kind of exit, no work in
- * the VMM), timing each with the TSC; alternating makes the noisy host's
+ * VMM's null MMIO page, VMM_NULL_MMIO_BASE in the ABI: same kind of exit,
+ * no work in the VMM), timing each with the TSC; alternating makes the noisy host's
  * slow periods hit both alike. Medians, because a single host hiccup is
  * worth hundreds of exits. Other vCPUs exit at once.
  *
  * Reports (vCPU 0): "hc_ps", "exit_ps" (median round trip, picoseconds),
  * "hc_mean_ps", "exit_mean_ps", "ops" (calls timed), "elapsed_ns".
  */
-#include "devices/null_mmio.h"
 #include "firmware/fw.h"
 #include "firmware/hypercall.h"
 #include "firmware/tsc.h"

@@ -18,6 +18,14 @@
 #define VMM_HC_BASE 0xd0000000ull
 #define VMM_HC_SIZE 0x1000ull
 
+/*
+ * A page of MMIO right after the hypercall window where reads return 0 and
+ * writes are dropped, with no work in the VMM: a guest times a bare exit
+ * there, the reference a hypercall's cost is measured against.
+ */
+#define VMM_NULL_MMIO_BASE (VMM_HC_BASE + VMM_HC_SIZE)
+#define VMM_NULL_MMIO_SIZE 0x1000ull
+
 enum vmm_hc_nr {
 	VMM_HC_VERSION = 0,       /* () -> VMM_ABI_VERSION */
 	VMM_HC_CONSOLE_WRITE = 1, /* (gpa, len) -> bytes written */
