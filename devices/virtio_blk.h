@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "devices/guest_mem.h"
+#include "lib/guest_mem.h"
 #include "devices/pci_bus.h"
 
 #define VIRTIO_ID_BLOCK 2

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "devices/guest_mem.h"
+#include "lib/guest_mem.h"
 #include "devices/pci_bus.h"
 #include "devices/virtqueue.h"
 

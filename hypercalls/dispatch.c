@@ -30,14 +30,6 @@ struct hc_result hc_bad(struct hc_vm *vm, unsigned vcpu, uint64_t nr, int err, c
 	return (struct hc_result){ .ret = -err };
 }
 
-/* A guest range [gpa, gpa+len) inside RAM, or NULL. */
-const uint8_t *hc_guest_range(const struct hc_vm *vm, uint64_t gpa, uint64_t len)
-{
-	if (gpa > vm->mem_size || len > vm->mem_size - gpa)
-		return NULL;
-	return vm->mem + gpa;
-}
-
 static bool key_char_ok(char c)
 {
 	return isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-';
@@ -48,8 +40,9 @@ static struct hc_result do_report(struct hc_vm *vm, unsigned vcpu, uint64_t key_
 	char key[VMM_REPORT_KEY_MAX + 1];
 	unsigned len = 0;
 	for (;; len++) {
-		const uint8_t *p = hc_guest_range(vm, key_gpa + len, 1);
-		if (!p || key_gpa + len < key_gpa)
+		/* the wrap test first: past 2^64 the key would go on at address 0 */
+		const uint8_t *p = key_gpa + len < key_gpa ? NULL : guest_mem_ptr(&vm->mem, key_gpa + len, 1);
+		if (!p)
 			return hc_bad(vm, vcpu, VMM_HC_REPORT, VMM_EFAULT, "key outside guest memory");
 		if (!*p)
 			break;
@@ -87,7 +80,7 @@ struct hc_result hc_dispatch(struct hc_vm *vm, unsigned vcpu, uint64_t nr, const
 	case VMM_HC_CONSOLE_WRITE: {
 		if (a[1] > VMM_CONSOLE_WRITE_MAX)
 			return hc_bad(vm, vcpu, nr, VMM_EINVAL, "length over VMM_CONSOLE_WRITE_MAX");
-		const uint8_t *p = hc_guest_range(vm, a[0], a[1]);
+		const uint8_t *p = guest_mem_ptr(&vm->mem, a[0], a[1]);
 		if (!p)
 			return hc_bad(vm, vcpu, nr, VMM_EFAULT, "buffer outside guest memory");
 		if (vm->console && a[1])

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "hypercalls/abi.h"
+#include "lib/guest_mem.h"
 
 #define HC_MAX_REPORTS 32
 
@@ -24,17 +25,34 @@ struct hc_vcpu_reports {
 	struct hc_report_entry e[HC_MAX_REPORTS];
 };
 
-struct sched;
+/*
+ * The scheduler as wait/kick/yield_to/spin see it. The glue above fills it in
+ * (vmm/core/sched_glue.c), so hypercalls/ knows nothing of sched/ and a test
+ * can stand in for the scheduler. vCPUs are numbered as the scheduler numbers
+ * them (hc_vm.sched_base + the guest's index). Each returns 0, or -errno:
+ * -ETIMEDOUT from wait goes back to the guest, any other error means this
+ * vCPU must stop (hc_result.stop).
+ */
+struct hc_sched_ops {
+	/* Sleeps until kicked (at once if a kick is pending); timeout_ns 0: no timeout. */
+	int (*wait)(void *sched, int v, uint64_t timeout_ns);
+	/* Wakes target; from may hand it its slot. */
+	int (*kick)(void *sched, int from, int target);
+	/* The guest left a spin loop by hypercall, waiting for target (-1: unknown). */
+	int (*spin)(void *sched, int v, int target);
+	/* The guest left its lock region: a deferred preemption may happen now. */
+	int (*safe_point)(void *sched, int v);
+};
 
 struct hc_vm {
-	uint8_t *mem;
-	uint64_t mem_size;
+	struct guest_mem mem; /* every guest address is checked through it */
 	unsigned ncpus;
 	struct hc_vcpu_reports *reports; /* [ncpus] */
 	void (*console)(void *opaque, const char *buf, unsigned len);
 	void *opaque;
-	/* wait/kick/yield/spin: the scheduler, and this VM's first vCPU in it */
-	struct sched *sched;
+	/* wait/kick/yield/spin: the scheduler (NULL: none), and this VM's first vCPU in it */
+	const struct hc_sched_ops *sched_ops;
+	void *sched;
 	int sched_base;
 	uint32_t pv_features; /* VMM_PV_*: calls whose bit is clear answer -ENOSYS */
 	bool host_yield;      /* --sched host: yield means sched_yield(2) */

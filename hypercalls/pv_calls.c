@@ -3,8 +3,6 @@
 #include <errno.h>
 #include <sched.h>
 
-#include "sched/sched.h"
-
 /* A guest vCPU number, or -1 ("any"), as the scheduler's global index; -2 if invalid. */
 static int target_index(const struct hc_vm *vm, uint64_t target, bool allow_any)
 {
@@ -23,11 +21,11 @@ static struct hc_result stopped(int r)
 
 struct hc_result hc_wait(struct hc_vm *vm, unsigned vcpu, uint64_t gpa, uint64_t expected, uint64_t timeout_ns)
 {
-	if (!(vm->pv_features & VMM_PV_WAIT_KICK) || !vm->sched)
+	if (!(vm->pv_features & VMM_PV_WAIT_KICK) || !vm->sched_ops)
 		return hc_bad(vm, vcpu, VMM_HC_WAIT, VMM_ENOSYS, "wait/kick not offered (--pv-spinlock off)");
 	if (gpa & 3)
 		return hc_bad(vm, vcpu, VMM_HC_WAIT, VMM_EINVAL, "address not 4-byte aligned");
-	const uint8_t *p = hc_guest_range(vm, gpa, 4);
+	const uint8_t *p = guest_mem_ptr(&vm->mem, gpa, 4);
 	if (!p)
 		return hc_bad(vm, vcpu, VMM_HC_WAIT, VMM_EFAULT, "address outside guest memory");
 	/*
@@ -36,8 +34,7 @@ struct hc_result hc_wait(struct hc_vm *vm, unsigned vcpu, uint64_t gpa, uint64_t
 	 */
 	if (__atomic_load_n((const uint32_t *)p, __ATOMIC_SEQ_CST) != (uint32_t)expected)
 		return (struct hc_result){ .ret = 1 };
-	int r = sched_vcpu_wait(vm->sched, vm->sched_base + (int)vcpu,
-				timeout_ns ? timeout_ns : SCHED_NO_TIMEOUT);
+	int r = vm->sched_ops->wait(vm->sched, vm->sched_base + (int)vcpu, timeout_ns);
 	if (r == -ETIMEDOUT)
 		return (struct hc_result){ .ret = -VMM_ETIMEDOUT };
 	if (r < 0)
@@ -47,12 +44,12 @@ struct hc_result hc_wait(struct hc_vm *vm, unsigned vcpu, uint64_t gpa, uint64_t
 
 struct hc_result hc_kick(struct hc_vm *vm, unsigned vcpu, uint64_t target)
 {
-	if (!(vm->pv_features & VMM_PV_WAIT_KICK) || !vm->sched)
+	if (!(vm->pv_features & VMM_PV_WAIT_KICK) || !vm->sched_ops)
 		return hc_bad(vm, vcpu, VMM_HC_KICK, VMM_ENOSYS, "wait/kick not offered (--pv-spinlock off)");
 	int t = target_index(vm, target, false);
 	if (t < 0)
 		return hc_bad(vm, vcpu, VMM_HC_KICK, VMM_ESRCH, "no such vCPU");
-	int r = sched_vcpu_kick(vm->sched, vm->sched_base + (int)vcpu, t);
+	int r = vm->sched_ops->kick(vm->sched, vm->sched_base + (int)vcpu, t);
 	return r < 0 ? stopped(r) : (struct hc_result){ 0 };
 }
 
@@ -65,14 +62,14 @@ struct hc_result hc_yield(struct hc_vm *vm, unsigned vcpu, uint64_t nr, uint64_t
 	int t = target_index(vm, target, true);
 	if (t == -2)
 		return hc_bad(vm, vcpu, nr, VMM_ESRCH, "no such vCPU");
-	if (vm->host_yield || !vm->sched) {
+	if (vm->host_yield || !vm->sched_ops) {
 		sched_yield(); /* what KVM's PV sched-yield amounts to on a host scheduler */
 		return (struct hc_result){ 0 };
 	}
 	int me = vm->sched_base + (int)vcpu, r;
 	if (nr == VMM_HC_YIELD_TO && t < 0)
-		r = sched_vcpu_safe_point(vm->sched, me); /* "I left my lock region" */
+		r = vm->sched_ops->safe_point(vm->sched, me); /* "I left my lock region" */
 	else
-		r = sched_vcpu_spin(vm->sched, me, t, SCHED_SPIN_YIELD);
+		r = vm->sched_ops->spin(vm->sched, me, t);
 	return r < 0 ? stopped(r) : (struct hc_result){ 0 };
 }

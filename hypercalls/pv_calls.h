@@ -8,8 +8,7 @@ struct hc_result hc_wait(struct hc_vm *vm, unsigned vcpu, uint64_t gpa, uint64_t
 struct hc_result hc_kick(struct hc_vm *vm, unsigned vcpu, uint64_t target);
 struct hc_result hc_yield(struct hc_vm *vm, unsigned vcpu, uint64_t nr, uint64_t target);
 
-/* Shared with dispatch.c: a counted, warned-about error answer; a checked guest range. */
+/* Shared with dispatch.c: a counted, warned-about error answer. */
 struct hc_result hc_bad(struct hc_vm *vm, unsigned vcpu, uint64_t nr, int err, const char *why);
-const uint8_t *hc_guest_range(const struct hc_vm *vm, uint64_t gpa, uint64_t len);
 
 #endif

@@ -25,16 +25,16 @@ int kvm_steal_time_gpa(int vcpu_fd, uint64_t *gpa)
 	return 0;
 }
 
-static struct kvm_steal_time *record(uint8_t *mem, uint64_t mem_size, uint64_t gpa)
+/* KVM itself refuses a record that is not 64-byte aligned (the MSR's low
+ * bits are flags), so we never write one either. */
+static struct kvm_steal_time *record(const struct guest_mem *m, uint64_t gpa)
 {
-	if (gpa % 64 || gpa > mem_size || mem_size - gpa < ST_SIZE)
-		return NULL;
-	return (struct kvm_steal_time *)(mem + gpa);
+	return gpa % 64 ? NULL : guest_mem_ptr(m, gpa, ST_SIZE);
 }
 
-bool kvm_steal_time_mark_preempted(uint8_t *mem, uint64_t mem_size, uint64_t gpa)
+bool kvm_steal_time_mark_preempted(const struct guest_mem *m, uint64_t gpa)
 {
-	struct kvm_steal_time *st = record(mem, mem_size, gpa);
+	struct kvm_steal_time *st = record(m, gpa);
 	if (!st)
 		return false;
 	/* an OR: the guest may be setting KVM_VCPU_FLUSH_TLB beside it */
@@ -42,9 +42,9 @@ bool kvm_steal_time_mark_preempted(uint8_t *mem, uint64_t mem_size, uint64_t gpa
 	return true;
 }
 
-bool kvm_steal_time_add(uint8_t *mem, uint64_t mem_size, uint64_t gpa, uint64_t ns)
+bool kvm_steal_time_add(const struct guest_mem *m, uint64_t gpa, uint64_t ns)
 {
-	struct kvm_steal_time *st = record(mem, mem_size, gpa);
+	struct kvm_steal_time *st = record(m, gpa);
 	if (!st)
 		return false;
 	/* odd version while it changes, as KVM does: a reader retries */

@@ -15,12 +15,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/guest_mem.h"
+
 /* Where the guest registered its record: 0 and *gpa, -ENOENT if it has not
  * (or turned it off), or -errno from KVM_GET_MSRS. */
 int kvm_steal_time_gpa(int vcpu_fd, uint64_t *gpa);
 
-/* Both check that the 64-byte record lies inside guest RAM; false if not. */
-bool kvm_steal_time_mark_preempted(uint8_t *mem, uint64_t mem_size, uint64_t gpa);
-bool kvm_steal_time_add(uint8_t *mem, uint64_t mem_size, uint64_t gpa, uint64_t ns);
+/* Both check that the 64-byte record is aligned and lies inside guest RAM
+ * (the guest chose gpa); false if not, and nothing is written. */
+bool kvm_steal_time_mark_preempted(const struct guest_mem *m, uint64_t gpa);
+bool kvm_steal_time_add(const struct guest_mem *m, uint64_t gpa, uint64_t ns);
 
 #endif

@@ -267,9 +267,9 @@ static int yield_slot(struct vcpu *v, struct sched *s, int me)
 	bool st = false;
 	/* A guest that registered a record is asked every time (it may move
 	 * it); one that has not, every 10 ms: an ioctl per yield is not free. */
-	if (hc && hc->mem && (v->steal_registered || t0 >= v->steal_recheck_ns)) {
+	if (hc && hc->mem.n && (v->steal_registered || t0 >= v->steal_recheck_ns)) {
 		st = kvm_steal_time_gpa(v->fd, &gpa) == 0 &&
-		     kvm_steal_time_mark_preempted(hc->mem, hc->mem_size, gpa);
+		     kvm_steal_time_mark_preempted(&hc->mem, gpa);
 		v->steal_registered = st;
 		if (!st)
 			v->steal_recheck_ns = t0 + STEAL_RECHECK_NS;
@@ -278,7 +278,7 @@ static int yield_slot(struct vcpu *v, struct sched *s, int me)
 	/* a vCPU that will not run again (the run stops) was not kept waiting */
 	if (st && r >= 0) {
 		uint64_t d = sched_now_ns() - t0;
-		if (kvm_steal_time_add(hc->mem, hc->mem_size, gpa, d))
+		if (kvm_steal_time_add(&hc->mem, gpa, d))
 			v->steal_ns += d;
 	}
 	return r;

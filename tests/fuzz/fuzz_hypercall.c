@@ -1,8 +1,9 @@
 /* libFuzzer: the hypercall dispatcher (hypercalls/dispatch.c) as a hostile
- * guest drives it, with no scheduler: byte 0 says how many calls follow
- * (34 bytes each: nr, vcpu, 4 x u64 args); the rest of the input becomes the
+ * guest drives it, with a scheduler that never blocks: byte 0 says how many
+ * calls follow (34 bytes each: nr, vcpu, 4 x u64 args); the rest of the input becomes the
  * start and the end of a 64 KiB guest memory (strings the guest points at,
  * some running into the end of memory). */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,30 @@ static void console(void *opaque, const char *buf, unsigned len)
 	for (unsigned i = 0; i < len; i++)
 		sink = (char)(sink ^ buf[i]);
 }
+
+/* A scheduler that never blocks, so wait/kick/yield/spin reach their checks
+ * of the guest's arguments (alignment, guest memory, vCPU range) and back. */
+static int fake_wait(void *s, int v, uint64_t timeout_ns)
+{
+	(void)s, (void)v;
+	return timeout_ns ? -ETIMEDOUT : 0;
+}
+
+static int fake_pair(void *s, int v, int target)
+{
+	(void)s, (void)v, (void)target;
+	return 0;
+}
+
+static int fake_one(void *s, int v)
+{
+	(void)s, (void)v;
+	return 0;
+}
+
+static const struct hc_sched_ops fake_sched = {
+	.wait = fake_wait, .kick = fake_pair, .spin = fake_pair, .safe_point = fake_one,
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -42,8 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(mem, rest, nrest);
 	memcpy(mem + MEM - nrest, rest, nrest);
 	memset(reports, 0, sizeof(reports));
-	struct hc_vm vm = { .mem = mem, .mem_size = MEM, .ncpus = NCPUS, .reports = reports,
-			    .console = console, .pv_features = ~0u };
+	struct hc_vm vm = { .ncpus = NCPUS, .reports = reports, .console = console,
+			    .sched_ops = &fake_sched, .pv_features = ~0u };
+	guest_mem_init_flat(&vm.mem, mem, MEM);
 	for (size_t i = 0; i < ncalls; i++, calls += 34) {
 		uint64_t args[4];
 		memcpy(args, calls + 2, sizeof(args));

@@ -1,4 +1,5 @@
 /* The hypercall dispatcher: each call's contract, and random calls never crash it. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,11 +26,126 @@ static struct hc_result call(struct hc_vm *vm, unsigned vcpu, uint64_t nr, uint6
 	return hc_dispatch(vm, vcpu, nr, args);
 }
 
+/* A recording stand-in for the scheduler: what the PV calls ask of it. */
+static struct {
+	char op;            /* 'w'ait, 'k'ick, 's'pin, 'p' safe point */
+	int v, target;
+	uint64_t timeout_ns;
+	int answer;         /* what the next call returns */
+} fake;
+
+static int fake_wait(void *s, int v, uint64_t timeout_ns)
+{
+	(void)s;
+	fake.op = 'w', fake.v = v, fake.timeout_ns = timeout_ns;
+	return fake.answer;
+}
+
+static int fake_kick(void *s, int from, int target)
+{
+	(void)s;
+	fake.op = 'k', fake.v = from, fake.target = target;
+	return fake.answer;
+}
+
+static int fake_spin(void *s, int v, int target)
+{
+	(void)s;
+	fake.op = 's', fake.v = v, fake.target = target;
+	return fake.answer;
+}
+
+static int fake_safe_point(void *s, int v)
+{
+	(void)s;
+	fake.op = 'p', fake.v = v;
+	return fake.answer;
+}
+
+static const struct hc_sched_ops fake_ops = {
+	.wait = fake_wait, .kick = fake_kick, .spin = fake_spin, .safe_point = fake_safe_point,
+};
+
+static struct hc_result call3(struct hc_vm *vm, unsigned vcpu, uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2)
+{
+	uint64_t args[4] = { a0, a1, a2, 0 };
+	return hc_dispatch(vm, vcpu, nr, args);
+}
+
+/*
+ * wait/kick/yield_to/spin through struct hc_sched_ops: the guest's vCPU
+ * numbers become the scheduler's (sched_base + index), the timeout passes
+ * unchanged (0 = none), -ETIMEDOUT goes back to the guest and any other
+ * error stops the vCPU, and nothing reaches the scheduler for a bad call.
+ */
+static void test_pv_calls(uint8_t *mem)
+{
+	struct hc_vcpu_reports reports[3] = { 0 };
+	struct hc_vm vm = { .ncpus = 3, .reports = reports, .sched_ops = &fake_ops, .sched_base = 10,
+			    .pv_features = VMM_PV_WAIT_KICK | VMM_PV_YIELD | VMM_PV_SPIN_EXIT };
+	guest_mem_init_flat(&vm.mem, mem, MEM);
+	uint32_t *lock = (uint32_t *)(mem + 0x6000);
+	*lock = 5;
+
+	fake.op = 0, fake.answer = 0;
+	CHECK_EQ(call3(&vm, 1, VMM_HC_WAIT, 0x6000, 6, 0).ret, 1); /* value differs: no sleep */
+	CHECK_EQ(fake.op, 0);
+	CHECK_EQ(call3(&vm, 1, VMM_HC_WAIT, 0x6000, 5, 0).ret, 0);
+	CHECK(fake.op == 'w' && fake.v == 11 && fake.timeout_ns == 0);
+	CHECK_EQ(call3(&vm, 2, VMM_HC_WAIT, 0x6000, 5, 12345).ret, 0);
+	CHECK(fake.v == 12 && fake.timeout_ns == 12345);
+	fake.answer = -ETIMEDOUT;
+	struct hc_result r = call3(&vm, 0, VMM_HC_WAIT, 0x6000, 5, 1000);
+	CHECK(r.ret == -VMM_ETIMEDOUT && !r.stop);
+	fake.answer = -ECANCELED;
+	r = call3(&vm, 0, VMM_HC_WAIT, 0x6000, 5, 0);
+	CHECK(r.stop == -ECANCELED);
+	fake.answer = 0, fake.op = 0;
+	CHECK_EQ(call3(&vm, 0, VMM_HC_WAIT, 0x6002, 5, 0).ret, -VMM_EINVAL);
+	CHECK_EQ(call3(&vm, 0, VMM_HC_WAIT, MEM - 2, 5, 0).ret, -VMM_EINVAL);
+	CHECK_EQ(call3(&vm, 0, VMM_HC_WAIT, MEM, 5, 0).ret, -VMM_EFAULT);
+	CHECK_EQ(call3(&vm, 0, VMM_HC_WAIT, ~0ull - 3, 5, 0).ret, -VMM_EFAULT);
+	CHECK_EQ(fake.op, 0);
+
+	CHECK_EQ(call3(&vm, 0, VMM_HC_KICK, 2, 0, 0).ret, 0);
+	CHECK(fake.op == 'k' && fake.v == 10 && fake.target == 12);
+	fake.op = 0;
+	CHECK_EQ(call3(&vm, 0, VMM_HC_KICK, 3, 0, 0).ret, -VMM_ESRCH);
+	CHECK_EQ(call3(&vm, 0, VMM_HC_KICK, ~0ull, 0, 0).ret, -VMM_ESRCH); /* no "any" for kick */
+	CHECK_EQ(fake.op, 0);
+	fake.answer = -EDEADLK;
+	CHECK_EQ(call3(&vm, 0, VMM_HC_KICK, 1, 0, 0).stop, -EDEADLK);
+	fake.answer = 0;
+
+	CHECK_EQ(call3(&vm, 2, VMM_HC_SPIN, 0, 0, 0).ret, 0);
+	CHECK(fake.op == 's' && fake.v == 12 && fake.target == 10);
+	CHECK_EQ(call3(&vm, 2, VMM_HC_SPIN, ~0ull, 0, 0).ret, 0);
+	CHECK(fake.op == 's' && fake.target == -1);
+	CHECK_EQ(call3(&vm, 1, VMM_HC_YIELD_TO, 2, 0, 0).ret, 0);
+	CHECK(fake.op == 's' && fake.v == 11 && fake.target == 12);
+	CHECK_EQ(call3(&vm, 1, VMM_HC_YIELD_TO, ~0ull, 0, 0).ret, 0); /* "I left my lock region" */
+	CHECK(fake.op == 'p' && fake.v == 11);
+	fake.op = 0;
+	CHECK_EQ(call3(&vm, 1, VMM_HC_YIELD_TO, 3, 0, 0).ret, -VMM_ESRCH);
+	CHECK_EQ(fake.op, 0);
+
+	/* a feature bit clear, or no scheduler: -ENOSYS, the scheduler untouched */
+	vm.pv_features = VMM_PV_YIELD;
+	CHECK_EQ(call3(&vm, 0, VMM_HC_WAIT, 0x6000, 5, 0).ret, -VMM_ENOSYS);
+	CHECK_EQ(call3(&vm, 0, VMM_HC_KICK, 1, 0, 0).ret, -VMM_ENOSYS);
+	CHECK_EQ(call3(&vm, 0, VMM_HC_SPIN, 1, 0, 0).ret, -VMM_ENOSYS);
+	vm.pv_features = VMM_PV_WAIT_KICK;
+	vm.sched_ops = NULL;
+	CHECK_EQ(call3(&vm, 0, VMM_HC_WAIT, 0x6000, 5, 0).ret, -VMM_ENOSYS);
+	CHECK_EQ(fake.op, 0);
+}
+
 int main(void)
 {
 	static uint8_t mem[MEM];
 	struct hc_vcpu_reports reports[2];
-	struct hc_vm vm = { .mem = mem, .mem_size = MEM, .ncpus = 2, .reports = reports, .console = console };
+	struct hc_vm vm = { .ncpus = 2, .reports = reports, .console = console };
+	guest_mem_init_flat(&vm.mem, mem, MEM);
 	memset(reports, 0, sizeof(reports));
 
 	CHECK_EQ(call(&vm, 0, VMM_HC_VERSION, 0, 0).ret, VMM_ABI_VERSION);
@@ -101,5 +217,6 @@ int main(void)
 	}
 	CHECK_EQ(out_of_range, 0);
 	CHECK_EQ(atomic_load(&vm.errors) - errs_before, bad);
+	test_pv_calls(mem);
 	return check_summary();
 }

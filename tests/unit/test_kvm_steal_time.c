@@ -15,6 +15,7 @@
 #include "vcpu/kvm_steal_time.h"
 
 static uint8_t mem[8192] __attribute__((aligned(64)));
+static struct guest_mem gm = { 1, { { 0, sizeof(mem), mem } } };
 
 static void test_record(void)
 {
@@ -22,25 +23,25 @@ static void test_record(void)
 	memset(mem, 0, sizeof(mem));
 	st->version = 4;
 	st->steal = 100;
-	CHECK(kvm_steal_time_add(mem, sizeof(mem), 4096, 50));
+	CHECK(kvm_steal_time_add(&gm, 4096, 50));
 	CHECK_EQ(st->steal, 150);
 	CHECK_EQ(st->version, 6); /* odd while changing, even and newer after */
 	st->version = 7;          /* KVM left it odd? we still end even and newer */
-	CHECK(kvm_steal_time_add(mem, sizeof(mem), 4096, 1));
+	CHECK(kvm_steal_time_add(&gm, 4096, 1));
 	CHECK_EQ(st->version, 8);
 	st->preempted = KVM_VCPU_FLUSH_TLB; /* the guest's bit stays */
-	CHECK(kvm_steal_time_mark_preempted(mem, sizeof(mem), 4096));
+	CHECK(kvm_steal_time_mark_preempted(&gm, 4096));
 	CHECK_EQ(st->preempted, KVM_VCPU_FLUSH_TLB | KVM_VCPU_PREEMPTED);
 	/* a record outside RAM, or not 64-byte aligned, is never touched */
 	uint8_t before[sizeof(mem)];
 	memcpy(before, mem, sizeof(mem));
-	CHECK(!kvm_steal_time_add(mem, sizeof(mem), sizeof(mem) - 32, 1));
-	CHECK(!kvm_steal_time_add(mem, sizeof(mem), sizeof(mem), 1));
-	CHECK(!kvm_steal_time_add(mem, sizeof(mem), UINT64_MAX - 63, 1));
-	CHECK(!kvm_steal_time_mark_preempted(mem, sizeof(mem), 4096 + 8));
-	CHECK(!kvm_steal_time_mark_preempted(mem, sizeof(mem), 1ull << 40));
+	CHECK(!kvm_steal_time_add(&gm, sizeof(mem) - 32, 1));
+	CHECK(!kvm_steal_time_add(&gm, sizeof(mem), 1));
+	CHECK(!kvm_steal_time_add(&gm, UINT64_MAX - 63, 1));
+	CHECK(!kvm_steal_time_mark_preempted(&gm, 4096 + 8));
+	CHECK(!kvm_steal_time_mark_preempted(&gm, 1ull << 40));
 	CHECK(!memcmp(before, mem, sizeof(mem)));
-	CHECK(kvm_steal_time_add(mem, sizeof(mem), sizeof(mem) - 64, 1)); /* the last slot fits */
+	CHECK(kvm_steal_time_add(&gm, sizeof(mem) - 64, 1)); /* the last slot fits */
 }
 
 static void test_real(void)

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "devices/guest_mem.h"
+#include "lib/guest_mem.h"
 #include "devices/io_bus.h"
 #include "devices/pci_bus.h"
 #include "devices/virtio_blk.h"

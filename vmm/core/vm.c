@@ -208,8 +208,8 @@ int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_
 	if (r)
 		return r;
 
-	vm->hc = (struct hc_vm){ .mem = vm->mem, .mem_size = cfg->mem_bytes, .ncpus = cfg->ncpus,
-				 .console = console_out, .opaque = vm };
+	vm->hc = (struct hc_vm){ .ncpus = cfg->ncpus, .console = console_out, .opaque = vm };
+	guest_mem_init_flat(&vm->hc.mem, vm->mem, cfg->mem_bytes);
 	vm->hc.reports = calloc(cfg->ncpus, sizeof(*vm->hc.reports));
 	if (!vm->hc.reports)
 		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");

@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-#include "devices/guest_mem.h"
+#include "lib/guest_mem.h"
 #include "devices/pc_legacy.h"
 #include "devices/pci_bus.h"
 #include "devices/virtio_blk.h"

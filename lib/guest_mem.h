@@ -1,11 +1,14 @@
 /*
- * Guest physical memory as a device sees it: a few regions (guest address,
- * size, host pointer), and one bounds-checked, overflow-safe translation.
- * Unit tests describe a malloc'd buffer the same way, so device code never
- * touches vm.c's mapping directly.
+ * Guest physical memory as the VMM's guest-facing code sees it: a few
+ * regions (guest address, size, host pointer) and the one bounds-checked,
+ * overflow-safe translation that devices, hypercalls and steal time all use,
+ * because every address they are handed comes from the guest and may be
+ * anything. Unit tests describe a malloc'd buffer the same way, so no caller
+ * touches vm.c's mapping directly. The rules are tested in
+ * tests/unit/test_guest_mem.c.
  */
-#ifndef VMM_DEVICES_GUEST_MEM_H
-#define VMM_DEVICES_GUEST_MEM_H
+#ifndef VMM_LIB_GUEST_MEM_H
+#define VMM_LIB_GUEST_MEM_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,7 +34,10 @@ static inline void guest_mem_init_flat(struct guest_mem *m, void *host, uint64_t
 
 /*
  * Host pointer for [gpa, gpa+len) when the whole range lies in one region,
- * else NULL. len 0 is a valid (empty) range at an in-bounds address.
+ * else NULL. gpa itself must lie in the region, even for len 0: a pointer is
+ * only ever handed out for an address the guest really has, so an empty range
+ * at or past the end of RAM is refused like any other outside address.
+ * Written as "offset < size, len <= size - offset" so that no sum can wrap.
  */
 static inline void *guest_mem_ptr(const struct guest_mem *m, uint64_t gpa, uint64_t len)
 {
