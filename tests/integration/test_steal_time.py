@@ -22,8 +22,13 @@ def test_steal_time_and_preempted_reach_the_guest():
     assert r.rc == 1 and r.report["guest_status"] == 0x1F, (r.report["guest_status"], r)
     for v in r.report["vcpus"]:
         steal, waited = v["steal_ns"], v["sched"]["ns_runnable"]
-        # what was added is the time spent waiting for the slot
-        assert waited > 0 and 0.5 * waited <= steal <= 1.5 * waited + 5e6, (steal, waited)
+        # what was added is the time spent waiting for the slot: never more
+        assert waited > 0 and 0 < steal <= 1.5 * waited + 5e6, (steal, waited)
+        # and most of it, where a forced exit takes microseconds: in the
+        # nested KVM a vCPU runs on for milliseconds after losing its slot
+        # (RUNNABLE for the scheduler, still in the guest), so less is added
+        if not harness.nested():
+            assert steal >= 0.5 * waited, (steal, waited)
 
 
 @harness.nested_stage

@@ -16,9 +16,14 @@ import debian_kernel  # noqa: E402
 MODULES = ["virtio_pci", "virtio_blk"]
 
 
-def guest_kernel(build):
-    """(vmlinuz, initrd) under BUILD/linux; raises debian_kernel.FetchError."""
-    out = os.path.abspath(os.path.join(build, "linux"))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def guest_kernel(build=None):
+    """(vmlinuz, initrd); raises debian_kernel.FetchError. Cached in
+    build/linux of this tree whatever build folder asks (build-san's tests
+    use the same kernel), or in BUILD/linux when given on the command line."""
+    out = os.path.abspath(os.path.join(build or os.path.join(ROOT, "build"), "linux"))
     vmlinuz, mdir, order = debian_kernel.fetch_kernel(out, "linux-image-cloud-amd64", MODULES)
     busybox = debian_kernel.fetch_busybox(out)
     initrd = os.path.join(out, "initrd.img")
@@ -31,7 +36,7 @@ def guest_kernel(build):
 
 def main():
     try:
-        vmlinuz, _ = guest_kernel(sys.argv[1] if len(sys.argv) > 1 else "build")
+        vmlinuz, _ = guest_kernel(sys.argv[1] if len(sys.argv) > 1 else None)
     except debian_kernel.FetchError as e:
         print(e, file=sys.stderr)
         return 3
