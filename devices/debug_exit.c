@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "lib/bytes.h"
+
 int debug_exit_io(void *dev, unsigned vcpu, uint64_t offset, uint8_t *data, unsigned len, bool is_write)
 {
 	struct debug_exit *d = dev;
@@ -10,8 +12,6 @@ int debug_exit_io(void *dev, unsigned vcpu, uint64_t offset, uint8_t *data, unsi
 		memset(data, 0xff, len); /* reads as an empty bus */
 		return 0;
 	}
-	uint32_t v = 0;
-	memcpy(&v, data, len < 4 ? len : 4);
-	d->on_exit(d->opaque, vcpu, v);
+	d->on_exit(d->opaque, vcpu, (uint32_t)get_le(data, len < 4 ? len : 4));
 	return 0;
 }

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "lib/bytes.h"
+
 #define CONFIG_ENABLE 0x80000000u
 #define BAR_END (PCI_BASE_ADDRESS_0 + 4 * PCI_NUM_BARS)
 #define FIRST_CAP 0x40
@@ -11,32 +13,22 @@
 #define HOST_BRIDGE_VENDOR 0x1b36
 #define HOST_BRIDGE_DEVICE 0x0008
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	memcpy(p, &v, 2);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
 void pci_dev_init(struct pci_device *d, uint16_t vendor, uint16_t device, uint32_t class_code, uint8_t rev,
 		  uint16_t subsys_vendor, uint16_t subsys_id)
 {
 	memset(d, 0, sizeof(*d));
-	put16(d->cfg + PCI_VENDOR_ID, vendor);
-	put16(d->cfg + PCI_DEVICE_ID, device);
+	put_le16(d->cfg + PCI_VENDOR_ID, vendor);
+	put_le16(d->cfg + PCI_DEVICE_ID, device);
 	d->cfg[PCI_REVISION_ID] = rev;
 	d->cfg[PCI_CLASS_PROG] = (uint8_t)class_code;
 	d->cfg[PCI_CLASS_PROG + 1] = (uint8_t)(class_code >> 8);
 	d->cfg[PCI_CLASS_PROG + 2] = (uint8_t)(class_code >> 16);
 	d->cfg[PCI_HEADER_TYPE] = 0;
-	put16(d->cfg + PCI_SUBSYSTEM_VENDOR_ID, subsys_vendor);
-	put16(d->cfg + PCI_SUBSYSTEM_ID, subsys_id);
+	put_le16(d->cfg + PCI_SUBSYSTEM_VENDOR_ID, subsys_vendor);
+	put_le16(d->cfg + PCI_SUBSYSTEM_ID, subsys_id);
 	d->cfg[PCI_INTERRUPT_PIN] = 1; /* INTA# */
 	/* What the guest may write: command (I/O, memory, bus master, INTx disable), cache line, latency, IRQ line. */
-	put16(d->wmask + PCI_COMMAND, PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER |
+	put_le16(d->wmask + PCI_COMMAND, PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER |
 					      PCI_COMMAND_INTX_DISABLE);
 	d->wmask[0x0c] = 0xff;
 	d->wmask[0x0d] = 0xff;
@@ -64,7 +56,7 @@ unsigned pci_dev_add_cap(struct pci_device *d, const void *cap, unsigned len)
 	else
 		d->cfg[PCI_CAPABILITY_LIST] = (uint8_t)off;
 	d->last_cap_next = d->cfg + off + 1;
-	put16(d->cfg + PCI_STATUS, (uint16_t)(d->cfg[PCI_STATUS] | PCI_STATUS_CAP_LIST));
+	put_le16(d->cfg + PCI_STATUS, (uint16_t)(d->cfg[PCI_STATUS] | PCI_STATUS_CAP_LIST));
 	d->next_cap = (uint8_t)((off + len + 3) & ~3u);
 	return off;
 }
@@ -125,7 +117,7 @@ int pci_bus_add(struct pci_bus *bus, struct pci_device *d, unsigned *slot)
 		if (next + size > bus->mmio_base + bus->mmio_size)
 			return -ENOSPC;
 		d->bar[i].addr = (uint32_t)next;
-		put32(d->cfg + PCI_BASE_ADDRESS_0 + 4 * i, (uint32_t)next);
+		put_le32(d->cfg + PCI_BASE_ADDRESS_0 + 4 * i, (uint32_t)next);
 		next += size;
 	}
 	pthread_rwlock_wrlock(&bus->lock);
@@ -159,11 +151,9 @@ int pci_config_addr_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data,
 	}
 	pthread_rwlock_wrlock(&bus->lock);
 	if (is_write) {
-		uint32_t v;
-		memcpy(&v, data, 4);
-		bus->config_addr = v & 0x80fffffcu;
+		bus->config_addr = get_le32(data) & 0x80fffffcu;
 	} else {
-		memcpy(data, &bus->config_addr, 4);
+		put_le32(data, bus->config_addr);
 	}
 	pthread_rwlock_unlock(&bus->lock);
 	return 0;
@@ -185,16 +175,14 @@ static void bar_write(struct pci_device *d, unsigned off, const uint8_t *data, u
 	uint8_t *reg = d->cfg + PCI_BASE_ADDRESS_0 + 4 * i;
 	if (!b->size)
 		return;
-	uint32_t v;
-	memcpy(&v, reg, 4);
 	uint8_t bytes[4];
-	memcpy(bytes, &v, 4);
+	memcpy(bytes, reg, 4);
 	memcpy(bytes + boff, data, len);
-	memcpy(&v, bytes, 4);
+	uint32_t v = get_le32(bytes);
 	/* Size probing: the low bits read back as zero, type bits 0 (32-bit, non-prefetchable memory). */
 	v &= ~(b->size - 1);
 	b->addr = v;
-	put32(reg, v);
+	put_le32(reg, v);
 }
 
 static void cfg_write(struct pci_device *d, unsigned off, const uint8_t *data, unsigned len)

@@ -8,6 +8,7 @@
 
 #include "devices/blk_backend_uring.h"
 #include "devices/virtio_pci.h"
+#include "lib/bytes.h"
 
 #define SECTOR 512u
 #define SEG_MAX (VIRTIO_BLK_QUEUE_SIZE - 2) /* a chain is header + data + status */
@@ -304,11 +305,6 @@ struct virtio_blk_stats virtio_blk_pci_stats(struct virtio_blk_pci *b)
 	return s;
 }
 
-static void put(uint8_t *p, uint64_t v, unsigned n)
-{
-	memcpy(p, &v, n);
-}
-
 int virtio_blk_pci_create(struct pci_bus *bus, const char *path, bool read_only, const struct guest_mem *mem,
 			  uint8_t irq_line, void (*irq)(void *ctx, int level), void *ctx, struct virtio_blk_pci **out,
 			  char *err, size_t errlen)
@@ -327,9 +323,9 @@ int virtio_blk_pci_create(struct pci_bus *bus, const char *path, bool read_only,
 	b->mem = *mem;
 	b->read_only = read_only;
 	b->capacity = b->be.size / SECTOR;
-	put(b->config + VIRTIO_BLK_CFG_CAPACITY, b->capacity, 8);
-	put(b->config + VIRTIO_BLK_CFG_SEG_MAX, SEG_MAX, 4);
-	put(b->config + VIRTIO_BLK_CFG_BLK_SIZE, SECTOR, 4);
+	put_le(b->config + VIRTIO_BLK_CFG_CAPACITY, b->capacity, 8);
+	put_le(b->config + VIRTIO_BLK_CFG_SEG_MAX, SEG_MAX, 4);
+	put_le(b->config + VIRTIO_BLK_CFG_BLK_SIZE, SECTOR, 4);
 
 	/* A serial the guest can match on (/dev/disk/by-id): this image's inode. */
 	struct stat st;

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "lib/bytes.h"
+
 /* struct virtio_pci_cap, and the notify and pci_cfg extensions. */
 struct vpci_cap {
 	uint8_t cap_vndr, cap_next, cap_len, cfg_type, bar, id, padding[2];
@@ -82,18 +84,6 @@ static void reset(struct virtio_pci *vp)
 
 /* ---- common configuration: a snapshot to read from and to merge writes into ---- */
 
-static void put(uint8_t *b, unsigned off, uint64_t v, unsigned n)
-{
-	memcpy(b + off, &v, n);
-}
-
-static uint64_t get(const uint8_t *b, unsigned off, unsigned n)
-{
-	uint64_t v = 0;
-	memcpy(&v, b + off, n);
-	return v;
-}
-
 static struct virtio_pci_queue_cfg *selected_queue(struct virtio_pci *vp)
 {
 	return vp->queue_select < vp->ops->num_queues ? &vp->qcfg[vp->queue_select] : NULL;
@@ -102,24 +92,24 @@ static struct virtio_pci_queue_cfg *selected_queue(struct virtio_pci *vp)
 static void common_snapshot(struct virtio_pci *vp, uint8_t b[0x40])
 {
 	memset(b, 0, 0x40);
-	put(b, VIRTIO_PCI_COMMON_DFSELECT, vp->dfselect, 4);
-	put(b, VIRTIO_PCI_COMMON_DF, vp->dfselect < 2 ? (uint32_t)(vp->dev_features >> (32 * vp->dfselect)) : 0, 4);
-	put(b, VIRTIO_PCI_COMMON_GFSELECT, vp->gfselect, 4);
-	put(b, VIRTIO_PCI_COMMON_GF, vp->gfselect < 2 ? (uint32_t)(vp->drv_features >> (32 * vp->gfselect)) : 0, 4);
-	put(b, VIRTIO_PCI_COMMON_MSIX, VIRTIO_MSI_NO_VECTOR, 2);
-	put(b, VIRTIO_PCI_COMMON_NUMQ, vp->ops->num_queues, 2);
-	put(b, VIRTIO_PCI_COMMON_STATUS, vp->status, 1);
-	put(b, VIRTIO_PCI_COMMON_CFGGENERATION, vp->config_generation, 1);
-	put(b, VIRTIO_PCI_COMMON_Q_SELECT, vp->queue_select, 2);
+	put_le(b + VIRTIO_PCI_COMMON_DFSELECT, vp->dfselect, 4);
+	put_le(b + VIRTIO_PCI_COMMON_DF, vp->dfselect < 2 ? (uint32_t)(vp->dev_features >> (32 * vp->dfselect)) : 0, 4);
+	put_le(b + VIRTIO_PCI_COMMON_GFSELECT, vp->gfselect, 4);
+	put_le(b + VIRTIO_PCI_COMMON_GF, vp->gfselect < 2 ? (uint32_t)(vp->drv_features >> (32 * vp->gfselect)) : 0, 4);
+	put_le(b + VIRTIO_PCI_COMMON_MSIX, VIRTIO_MSI_NO_VECTOR, 2);
+	put_le(b + VIRTIO_PCI_COMMON_NUMQ, vp->ops->num_queues, 2);
+	put_le(b + VIRTIO_PCI_COMMON_STATUS, vp->status, 1);
+	put_le(b + VIRTIO_PCI_COMMON_CFGGENERATION, vp->config_generation, 1);
+	put_le(b + VIRTIO_PCI_COMMON_Q_SELECT, vp->queue_select, 2);
 	struct virtio_pci_queue_cfg *q = selected_queue(vp);
-	put(b, VIRTIO_PCI_COMMON_Q_MSIX, VIRTIO_MSI_NO_VECTOR, 2);
+	put_le(b + VIRTIO_PCI_COMMON_Q_MSIX, VIRTIO_MSI_NO_VECTOR, 2);
 	if (q) {
-		put(b, VIRTIO_PCI_COMMON_Q_SIZE, q->size, 2);
-		put(b, VIRTIO_PCI_COMMON_Q_ENABLE, q->enabled, 2);
-		put(b, VIRTIO_PCI_COMMON_Q_NOFF, vp->queue_select, 2);
-		put(b, VIRTIO_PCI_COMMON_Q_DESCLO, q->desc, 8);
-		put(b, VIRTIO_PCI_COMMON_Q_AVAILLO, q->avail, 8);
-		put(b, VIRTIO_PCI_COMMON_Q_USEDLO, q->used, 8);
+		put_le(b + VIRTIO_PCI_COMMON_Q_SIZE, q->size, 2);
+		put_le(b + VIRTIO_PCI_COMMON_Q_ENABLE, q->enabled, 2);
+		put_le(b + VIRTIO_PCI_COMMON_Q_NOFF, vp->queue_select, 2);
+		put_le(b + VIRTIO_PCI_COMMON_Q_DESCLO, q->desc, 8);
+		put_le(b + VIRTIO_PCI_COMMON_Q_AVAILLO, q->avail, 8);
+		put_le(b + VIRTIO_PCI_COMMON_Q_USEDLO, q->used, 8);
 	}
 }
 
@@ -157,35 +147,35 @@ static void apply_field(struct virtio_pci *vp, unsigned off, const uint8_t *b)
 	bool q_writable = q && !q->enabled;
 	bool features_open = !(vp->status & VIRTIO_STATUS_FEATURES_OK);
 	switch (off) {
-	case VIRTIO_PCI_COMMON_DFSELECT: vp->dfselect = (uint32_t)get(b, off, 4); break;
-	case VIRTIO_PCI_COMMON_GFSELECT: vp->gfselect = (uint32_t)get(b, off, 4); break;
+	case VIRTIO_PCI_COMMON_DFSELECT: vp->dfselect = (uint32_t)get_le(b + off, 4); break;
+	case VIRTIO_PCI_COMMON_GFSELECT: vp->gfselect = (uint32_t)get_le(b + off, 4); break;
 	case VIRTIO_PCI_COMMON_GF:
 		if (features_open && vp->gfselect < 2) {
 			unsigned sh = 32 * vp->gfselect;
-			vp->drv_features = (vp->drv_features & ~(0xffffffffull << sh)) | (get(b, off, 4) << sh);
+			vp->drv_features = (vp->drv_features & ~(0xffffffffull << sh)) | (get_le(b + off, 4) << sh);
 		}
 		break;
-	case VIRTIO_PCI_COMMON_STATUS: write_status(vp, (uint8_t)get(b, off, 1)); break;
-	case VIRTIO_PCI_COMMON_Q_SELECT: vp->queue_select = (uint16_t)get(b, off, 2); break;
+	case VIRTIO_PCI_COMMON_STATUS: write_status(vp, (uint8_t)get_le(b + off, 1)); break;
+	case VIRTIO_PCI_COMMON_Q_SELECT: vp->queue_select = (uint16_t)get_le(b + off, 2); break;
 	case VIRTIO_PCI_COMMON_Q_SIZE:
 		if (q_writable)
-			q->size = (uint16_t)get(b, off, 2);
+			q->size = (uint16_t)get_le(b + off, 2);
 		break;
 	case VIRTIO_PCI_COMMON_Q_ENABLE:
-		if (q && get(b, off, 2) == 1)
+		if (q && get_le(b + off, 2) == 1)
 			enable_queue(vp, vp->queue_select);
 		break;
 	case VIRTIO_PCI_COMMON_Q_DESCLO:
 		if (q_writable)
-			q->desc = get(b, off, 8);
+			q->desc = get_le(b + off, 8);
 		break;
 	case VIRTIO_PCI_COMMON_Q_AVAILLO:
 		if (q_writable)
-			q->avail = get(b, off, 8);
+			q->avail = get_le(b + off, 8);
 		break;
 	case VIRTIO_PCI_COMMON_Q_USEDLO:
 		if (q_writable)
-			q->used = get(b, off, 8);
+			q->used = get_le(b + off, 8);
 		break;
 	default: break; /* read-only: features offered, msix (none), num_queues, generation, notify_off */
 	}
@@ -286,9 +276,7 @@ static bool overlaps(unsigned off, unsigned len, unsigned start, unsigned n)
 static void cfg_window(struct virtio_pci *vp, bool is_write)
 {
 	uint8_t *c = vp->pci.cfg + vp->pci_cfg_cap;
-	uint32_t boff, blen;
-	memcpy(&boff, c + CFG_CAP_OFFSET, 4);
-	memcpy(&blen, c + CFG_CAP_LENGTH, 4);
+	uint32_t boff = get_le32(c + CFG_CAP_OFFSET), blen = get_le32(c + CFG_CAP_LENGTH);
 	if (c[CFG_CAP_BAR] != 0 || (blen != 1 && blen != 2 && blen != 4) || boff % blen ||
 	    boff >= VIRTIO_PCI_BAR_SIZE) {
 		if (!is_write)
@@ -318,9 +306,7 @@ static void pci_cfg_write(struct pci_device *d, unsigned off, unsigned len)
 	struct virtio_pci *vp = d->owner;
 	if (overlaps(off, len, PCI_COMMAND, 2)) {
 		pthread_mutex_lock(&vp->lock);
-		uint16_t cmd;
-		memcpy(&cmd, d->cfg + PCI_COMMAND, 2);
-		vp->intx_disabled = cmd & PCI_COMMAND_INTX_DISABLE;
+		vp->intx_disabled = get_le16(d->cfg + PCI_COMMAND) & PCI_COMMAND_INTX_DISABLE;
 		update_irq(vp);
 		pthread_mutex_unlock(&vp->lock);
 	}

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "lib/bytes.h"
+
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "virtio rings are little-endian");
 _Static_assert(sizeof(struct virtq_desc) == 16, "descriptor layout");
 
@@ -11,11 +13,6 @@ _Static_assert(sizeof(struct virtq_desc) == 16, "descriptor layout");
 #define AVAIL_RING 2
 #define USED_FLAGS 0
 #define USED_IDX 1
-
-static bool pow2(unsigned v)
-{
-	return v && !(v & (v - 1));
-}
 
 void vq_reset(struct virtq *q)
 {
@@ -26,7 +23,7 @@ int vq_setup(struct virtq *q, const struct guest_mem *m, uint16_t size, uint16_t
 	     uint64_t avail_gpa, uint64_t used_gpa)
 {
 	q->ready = false;
-	if (!pow2(size) || size > max || size > VIRTQ_MAX_SIZE)
+	if (!is_pow2(size) || size > max || size > VIRTQ_MAX_SIZE)
 		return -EINVAL;
 	if ((desc_gpa & 15) || (avail_gpa & 1) || (used_gpa & 3))
 		return -EINVAL;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "devices/virtqueue.h"
+#include "lib/bytes.h"
 
 #define REGION (32u << 10)
 #define R1_GPA (64u << 10)
@@ -19,17 +20,12 @@
 
 static volatile uint8_t sink;
 
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < HDR)
 		return 0;
 	uint16_t qsize = (uint16_t)(1u << (data[0] % 12));
-	uint64_t desc = rd32(data + 1), avail = rd32(data + 5), used = rd32(data + 9);
+	uint64_t desc = get_le32(data + 1), avail = get_le32(data + 5), used = get_le32(data + 9);
 	unsigned max = 1 + data[13] % 16;
 	size_t nops = data[14], ops_len;
 	data += HDR, size -= HDR;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/bytes.h"
 #include "tests/unit/check.h"
 #include "vmm/linux/acpi.h"
 #include "vmm/linux/boot_linux.h"
@@ -19,11 +20,6 @@
 #define MEM (256ull << 20)
 #define RAM_END (MEM - (2ull << 20))
 
-static void w16(uint8_t *p, size_t o, uint16_t v) { memcpy(p + o, &v, 2); }
-static void w32(uint8_t *p, size_t o, uint32_t v) { memcpy(p + o, &v, 4); }
-static void w64(uint8_t *p, size_t o, uint64_t v) { memcpy(p + o, &v, 8); }
-static uint32_t r32(const uint8_t *p, size_t o) { uint32_t v; memcpy(&v, p + o, 4); return v; }
-static uint64_t r64(const uint8_t *p, size_t o) { uint64_t v; memcpy(&v, p + o, 8); return v; }
 
 /* A well-formed image: 4 setup sectors + 1 boot sector, then a 64 KiB "kernel". */
 static uint8_t *synth(size_t *len)
@@ -31,23 +27,23 @@ static uint8_t *synth(size_t *len)
 	size_t setup = 5 * 512, kernel = 64 << 10;
 	uint8_t *p = calloc(1, setup + kernel);
 	p[0x1f1] = 4;
-	w32(p, 0x1f4, (uint32_t)(kernel / 16));
-	w16(p, 0x1fe, 0xaa55);
+	put_le32(p + 0x1f4, (uint32_t)(kernel / 16));
+	put_le16(p + 0x1fe, 0xaa55);
 	p[0x200] = 0xeb;
 	p[0x201] = 0x6a; /* header ends at 0x26c */
 	memcpy(p + 0x202, "HdrS", 4);
-	w16(p, 0x206, 0x020f);
-	w16(p, 0x20e, 0x300); /* version string at 0x500 */
+	put_le16(p + 0x206, 0x020f);
+	put_le16(p + 0x20e, 0x300); /* version string at 0x500 */
 	strcpy((char *)p + 0x500, "6.99.0-synthetic");
 	p[0x211] = 0x01;              /* LOADED_HIGH */
-	w32(p, 0x22c, 0x7fffffff);    /* initrd_addr_max */
-	w32(p, 0x230, 0x200000);      /* kernel_alignment */
+	put_le32(p + 0x22c, 0x7fffffff);    /* initrd_addr_max */
+	put_le32(p + 0x230, 0x200000);      /* kernel_alignment */
 	p[0x234] = 1;                 /* relocatable */
 	p[0x235] = 21;                /* min_alignment */
-	w16(p, 0x236, 0x3);           /* XLF_KERNEL_64 | CAN_BE_LOADED_ABOVE_4G */
-	w32(p, 0x238, 2047);          /* cmdline_size */
-	w64(p, 0x258, 0x1000000);     /* pref_address */
-	w32(p, 0x260, 4 << 20);       /* init_size */
+	put_le16(p + 0x236, 0x3);           /* XLF_KERNEL_64 | CAN_BE_LOADED_ABOVE_4G */
+	put_le32(p + 0x238, 2047);          /* cmdline_size */
+	put_le64(p + 0x258, 0x1000000);     /* pref_address */
+	put_le32(p + 0x260, 4 << 20);       /* init_size */
 	for (size_t i = 0; i < kernel; i++)
 		p[setup + i] = (uint8_t)(i * 7);
 	*len = setup + kernel;
@@ -85,23 +81,23 @@ static void test_synthetic_ok(uint8_t *mem)
 	const uint8_t *zp = mem + LINUX_ZERO_PAGE_GPA;
 	CHECK(!memcmp(zp + 0x202, "HdrS", 4));
 	CHECK_EQ(zp[0x210], 0xff);                       /* type_of_loader */
-	CHECK_EQ(r32(zp, 0x228), LINUX_CMDLINE_GPA);
+	CHECK_EQ(get_le32(zp + 0x228), LINUX_CMDLINE_GPA);
 	CHECK(!strcmp((char *)mem + LINUX_CMDLINE_GPA, "console=ttyS0 quiet"));
-	CHECK_EQ(r32(zp, 0x218), out.initrd_gpa);
-	CHECK_EQ(r32(zp, 0x21c), sizeof(initrd));
+	CHECK_EQ(get_le32(zp + 0x218), out.initrd_gpa);
+	CHECK_EQ(get_le32(zp + 0x21c), sizeof(initrd));
 	CHECK_EQ(out.initrd_gpa & 0xfff, 0);
 	CHECK(out.initrd_gpa + sizeof(initrd) <= RAM_END);
 	CHECK(out.initrd_gpa >= out.kernel_end);
 	CHECK_EQ(mem[out.initrd_gpa + 2], 3);
-	CHECK_EQ(r64(zp, 0x70), 0xe0000);                /* acpi_rsdp_addr */
+	CHECK_EQ(get_le64(zp + 0x70), 0xe0000);                /* acpi_rsdp_addr */
 	/* e820: low RAM, legacy hole, RAM from 1 MiB, the VMM's pages */
 	CHECK_EQ(zp[0x1e8], 4);
-	CHECK_EQ(r64(zp, 0x2d0), 0);
-	CHECK_EQ(r32(zp, 0x2d0 + 16), E820_RAM);
-	CHECK_EQ(r32(zp, 0x2d0 + 20 + 16), E820_RESERVED);
-	CHECK_EQ(r64(zp, 0x2d0 + 40), 0x100000);
-	CHECK_EQ(r64(zp, 0x2d0 + 40) + r64(zp, 0x2d0 + 48), RAM_END);
-	CHECK_EQ(r32(zp, 0x2d0 + 60 + 16), E820_RESERVED);
+	CHECK_EQ(get_le64(zp + 0x2d0), 0);
+	CHECK_EQ(get_le32(zp + 0x2d0 + 16), E820_RAM);
+	CHECK_EQ(get_le32(zp + 0x2d0 + 20 + 16), E820_RESERVED);
+	CHECK_EQ(get_le64(zp + 0x2d0 + 40), 0x100000);
+	CHECK_EQ(get_le64(zp + 0x2d0 + 40) + get_le64(zp + 0x2d0 + 48), RAM_END);
+	CHECK_EQ(get_le32(zp + 0x2d0 + 60 + 16), E820_RESERVED);
 	/* entries never overlap and are sorted */
 	for (unsigned i = 1; i < out.ne820; i++)
 		CHECK(out.e820[i].addr >= out.e820[i - 1].addr + out.e820[i - 1].size);
@@ -181,13 +177,13 @@ static void test_acpi(uint8_t *mem)
 	for (int i = 20; i < 36; i++)
 		s = (uint8_t)(s + mem[rsdp + i]);
 	CHECK_EQ(s, 0);
-	uint64_t xsdt = r64(mem, rsdp + 24);
+	uint64_t xsdt = get_le64(mem + rsdp + 24);
 	CHECK(!memcmp(mem + xsdt, "XSDT", 4));
-	uint32_t xl = r32(mem, xsdt + 4);
+	uint32_t xl = get_le32(mem + xsdt + 4);
 	int nmadt = 0, nfadt = 0;
 	for (uint32_t off = 36; off < xl; off += 8) {
-		uint64_t t = r64(mem, xsdt + off);
-		uint32_t tl = r32(mem, t + 4);
+		uint64_t t = get_le64(mem + xsdt + off);
+		uint32_t tl = get_le32(mem + t + 4);
 		s = 0;
 		for (uint32_t i = 0; i < tl; i++)
 			s = (uint8_t)(s + mem[t + i]);
@@ -206,10 +202,10 @@ static void test_acpi(uint8_t *mem)
 		}
 		if (!memcmp(mem + t, "FACP", 4)) {
 			nfadt++;
-			uint64_t dsdt = r64(mem, t + 140);
+			uint64_t dsdt = get_le64(mem + t + 140);
 			CHECK(!memcmp(mem + dsdt, "DSDT", 4));
-			CHECK(memmem(mem + dsdt, r32(mem, dsdt + 4), "_S5_", 4) != NULL);
-			CHECK(memmem(mem + dsdt, r32(mem, dsdt + 4), "PCI0", 4) != NULL);
+			CHECK(memmem(mem + dsdt, get_le32(mem + dsdt + 4), "_S5_", 4) != NULL);
+			CHECK(memmem(mem + dsdt, get_le32(mem + dsdt + 4), "PCI0", 4) != NULL);
 		}
 	}
 	CHECK_EQ(nmadt, 1);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "devices/pci_bus.h"
+#include "lib/bytes.h"
 #include "vmm/linux/aml.h"
 
 #define HDR_LEN 36
@@ -10,10 +11,6 @@
 #define FADT_HW_REDUCED_ACPI (1u << 20)
 #define FADT_BOOT_NO_VGA (1u << 2)
 #define FADT_BOOT_NO_CMOS_RTC (1u << 5)
-
-static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
 static uint8_t checksum(const uint8_t *p, size_t n)
 {
@@ -27,19 +24,18 @@ static uint8_t checksum(const uint8_t *p, size_t n)
 static void header(uint8_t *t, const char sig[4], uint32_t len, uint8_t rev)
 {
 	memcpy(t, sig, 4);
-	put32(t + 4, len);
+	put_le32(t + 4, len);
 	t[8] = rev;
 	memcpy(t + 10, "VMMVMM", 6);   /* OEM ID */
 	memcpy(t + 16, "VMMLINUX", 8); /* OEM table ID */
-	put32(t + 24, 1);              /* OEM revision */
+	put_le32(t + 24, 1);              /* OEM revision */
 	memcpy(t + 28, "VMM ", 4);     /* creator ID */
-	put32(t + 32, 1);
+	put_le32(t + 32, 1);
 }
 
 static void seal(uint8_t *t)
 {
-	uint32_t len;
-	memcpy(&len, t + 4, 4);
+	uint32_t len = get_le32(t + 4);
 	t[9] = 0;
 	t[9] = checksum(t, len);
 }
@@ -51,7 +47,7 @@ static void gas_io8(uint8_t *g, uint16_t port)
 	g[1] = 8; /* bit width */
 	g[2] = 0;
 	g[3] = 1; /* byte access */
-	put64(g + 4, port);
+	put_le64(g + 4, port);
 }
 
 size_t acpi_dsdt_aml(uint8_t *buf, size_t cap, const struct acpi_pci *pci)
@@ -129,24 +125,24 @@ size_t acpi_build(uint8_t *mem, uint64_t gpa, size_t room, unsigned ncpus, const
 	memcpy(p, "RSD PTR ", 8);
 	memcpy(p + 9, "VMMVMM", 6);
 	p[15] = 2;                     /* ACPI 2.0+: use the XSDT */
-	put32(p + 20, 36);             /* length */
-	put64(p + 24, xsdt_at);
+	put_le32(p + 20, 36);             /* length */
+	put_le64(p + 24, xsdt_at);
 	p[8] = checksum(p, 20);
 	p[32] = checksum(p, 36);
 
 	uint8_t *x = mem + xsdt_at;
 	header(x, "XSDT", HDR_LEN + 16, 1);
-	put64(x + HDR_LEN, fadt_at);
-	put64(x + HDR_LEN + 8, madt_at);
+	put_le64(x + HDR_LEN, fadt_at);
+	put_le64(x + HDR_LEN + 8, madt_at);
 	seal(x);
 
 	uint8_t *f = mem + fadt_at;
 	header(f, "FACP", FADT_LEN, 6);
-	put32(f + 40, (uint32_t)dsdt_at);
-	put16(f + 109, FADT_BOOT_NO_VGA | FADT_BOOT_NO_CMOS_RTC);
-	put32(f + 112, FADT_HW_REDUCED_ACPI);
+	put_le32(f + 40, (uint32_t)dsdt_at);
+	put_le16(f + 109, FADT_BOOT_NO_VGA | FADT_BOOT_NO_CMOS_RTC);
+	put_le32(f + 112, FADT_HW_REDUCED_ACPI);
 	f[131] = 0;                    /* FADT minor version */
-	put64(f + 140, dsdt_at);       /* X_DSDT */
+	put_le64(f + 140, dsdt_at);       /* X_DSDT */
 	gas_io8(f + 244, ACPI_SLEEP_PORT); /* SLEEP_CONTROL_REG */
 	gas_io8(f + 256, ACPI_SLEEP_PORT); /* SLEEP_STATUS_REG: reads 0 */
 	memcpy(f + 268, "VMMVMM\0\0", 8);  /* hypervisor vendor identity */
@@ -159,21 +155,21 @@ size_t acpi_build(uint8_t *mem, uint64_t gpa, size_t room, unsigned ncpus, const
 
 	uint8_t *m = mem + madt_at;
 	header(m, "APIC", (uint32_t)madt_len, 4);
-	put32(m + HDR_LEN, ACPI_LAPIC_GPA);
-	put32(m + HDR_LEN + 4, 1); /* PCAT_COMPAT: the in-kernel 8259s exist */
+	put_le32(m + HDR_LEN, ACPI_LAPIC_GPA);
+	put_le32(m + HDR_LEN + 4, 1); /* PCAT_COMPAT: the in-kernel 8259s exist */
 	uint8_t *e = m + HDR_LEN + 8;
 	for (unsigned i = 0; i < ncpus; i++, e += 8) {
 		e[0] = 0;           /* processor local APIC */
 		e[1] = 8;
 		e[2] = (uint8_t)i;  /* ACPI processor UID */
 		e[3] = (uint8_t)i;  /* APIC ID: what KVM gives vCPU i */
-		put32(e + 4, 1);    /* enabled */
+		put_le32(e + 4, 1);    /* enabled */
 	}
 	e[0] = 1; /* I/O APIC */
 	e[1] = 12;
 	e[2] = 0;              /* the ID KVM's in-kernel IOAPIC resets to */
-	put32(e + 4, ACPI_IOAPIC_GPA);
-	put32(e + 8, 0);       /* GSI base */
+	put_le32(e + 4, ACPI_IOAPIC_GPA);
+	put_le32(e + 8, 0);       /* GSI base */
 	seal(m);
 
 	*rsdp = rsdp_at;

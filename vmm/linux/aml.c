@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "lib/bytes.h"
+
 enum {
 	ZERO_OP = 0x00, ONE_OP = 0x01, NAME_OP = 0x08, BYTE_PREFIX = 0x0a, WORD_PREFIX = 0x0b,
 	DWORD_PREFIX = 0x0c, STRING_PREFIX = 0x0d, QWORD_PREFIX = 0x0e, SCOPE_OP = 0x10,
@@ -34,8 +36,7 @@ void aml_byte(struct aml *a, uint8_t b)
 static void le(struct aml *a, uint64_t v, unsigned n)
 {
 	uint8_t b[8];
-	for (unsigned i = 0; i < n; i++)
-		b[i] = (uint8_t)(v >> (8 * i));
+	put_le(b, v, n);
 	aml_bytes(a, b, n);
 }
 

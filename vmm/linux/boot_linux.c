@@ -1,9 +1,10 @@
 #include "vmm/linux/boot_linux.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
+
+#include "lib/bytes.h"
+#include "lib/errmsg.h"
 
 /* setup_header offsets in the image and in the zero page (boot.rst). */
 #define HDR_START 0x1f1
@@ -48,63 +49,20 @@
 #define XLF_KERNEL_64 0x01
 #define XLF_CAN_BE_LOADED_ABOVE_4G 0x02
 
-static int bad(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-static uint16_t rd16(const uint8_t *p, size_t off)
-{
-	return (uint16_t)(p[off] | p[off + 1] << 8);
-}
-
-static uint32_t rd32(const uint8_t *p, size_t off)
-{
-	return (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 |
-	       (uint32_t)p[off + 3] << 24;
-}
-
-static uint64_t rd64(const uint8_t *p, size_t off)
-{
-	return rd32(p, off) | (uint64_t)rd32(p, off + 4) << 32;
-}
-
-static void wr16(uint8_t *p, size_t off, uint16_t v)
-{
-	memcpy(p + off, &v, 2);
-}
-
-static void wr32(uint8_t *p, size_t off, uint32_t v)
-{
-	memcpy(p + off, &v, 4);
-}
-
-static void wr64(uint8_t *p, size_t off, uint64_t v)
-{
-	memcpy(p + off, &v, 8);
-}
-
-static bool pow2(uint64_t v)
-{
-	return v && !(v & (v - 1));
-}
+/* every refusal here is a bad image or request: -EINVAL */
+#define bad(why, whylen, ...) errmsg(why, whylen, -EINVAL, __VA_ARGS__)
 
 int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why, size_t whylen)
 {
 	memset(bz, 0, sizeof(*bz));
 	if (len < 1024)
 		return bad(why, whylen, "not a bzImage: %zu bytes is too short for a boot sector and setup header", len);
-	if (rd16(img, OFF_BOOT_FLAG) != 0xaa55)
+	if (get_le16(img + OFF_BOOT_FLAG) != 0xaa55)
 		return bad(why, whylen, "not a bzImage: boot flag at 0x1fe is 0x%04x, not 0xaa55",
-			   rd16(img, OFF_BOOT_FLAG));
+			   get_le16(img + OFF_BOOT_FLAG));
 	if (memcmp(img + OFF_HEADER, "HdrS", 4))
 		return bad(why, whylen, "not a bzImage: no \"HdrS\" magic at 0x202 (a pre-2.00 kernel, or not a kernel)");
-	bz->version = rd16(img, OFF_VERSION);
+	bz->version = get_le16(img + OFF_VERSION);
 	if (bz->version < 0x020c)
 		return bad(why, whylen, "boot protocol %u.%02u is too old: the 64-bit entry needs 2.12 or later",
 			   bz->version >> 8, bz->version & 0xff);
@@ -120,7 +78,7 @@ int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why,
 	if (bz->setup_size > len || bz->setup_size < bz->hdr_end)
 		return bad(why, whylen, "setup_sects %u: the setup code (%u bytes) does not fit the %zu-byte file",
 			   sects, bz->setup_size, len);
-	uint32_t syssize = rd32(img, OFF_SYSSIZE);
+	uint32_t syssize = get_le32(img + OFF_SYSSIZE);
 	if (syssize == 0 || syssize > (UINT32_MAX >> 4))
 		return bad(why, whylen, "syssize %u is not a kernel size", syssize);
 	bz->kernel_size = syssize * 16;
@@ -132,13 +90,13 @@ int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why,
 	if (!(bz->loadflags & LOADED_HIGH))
 		return bad(why, whylen, "loadflags 0x%02x: not a bzImage (LOADED_HIGH clear: a zImage for 0x10000)",
 			   bz->loadflags);
-	bz->xloadflags = rd16(img, OFF_XLOADFLAGS);
+	bz->xloadflags = get_le16(img + OFF_XLOADFLAGS);
 	if (!(bz->xloadflags & XLF_KERNEL_64))
 		return bad(why, whylen, "xloadflags 0x%04x: no 64-bit entry point (XLF_KERNEL_64 clear; a 32-bit kernel?)",
 			   bz->xloadflags);
 	bz->relocatable = img[OFF_RELOCATABLE] != 0;
-	bz->kernel_alignment = rd32(img, OFF_KERNEL_ALIGNMENT);
-	if (!pow2(bz->kernel_alignment) || bz->kernel_alignment < 4096 || bz->kernel_alignment > (1u << 30))
+	bz->kernel_alignment = get_le32(img + OFF_KERNEL_ALIGNMENT);
+	if (!is_pow2(bz->kernel_alignment) || bz->kernel_alignment < 4096 || bz->kernel_alignment > (1u << 30))
 		return bad(why, whylen, "kernel_alignment 0x%x is not a power of two from 4 KiB to 1 GiB",
 			   bz->kernel_alignment);
 	unsigned min_align = img[OFF_MIN_ALIGNMENT];
@@ -146,27 +104,27 @@ int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why,
 	if (min_align < 12 || min_align > 30 || (1ull << min_align) > bz->kernel_alignment)
 		return bad(why, whylen, "min_alignment 2^%u does not fit kernel_alignment 0x%x", min_align,
 			   bz->kernel_alignment);
-	bz->pref_address = rd64(img, OFF_PREF_ADDRESS);
+	bz->pref_address = get_le64(img + OFF_PREF_ADDRESS);
 	if (bz->pref_address < LINUX_HIGH_MEM || bz->pref_address >= (1ull << 32) ||
 	    (bz->pref_address & 0xfff))
 		return bad(why, whylen, "pref_address 0x%llx is not a page-aligned address from 1 MiB to 4 GiB",
 			   (unsigned long long)bz->pref_address);
-	bz->init_size = rd32(img, OFF_INIT_SIZE);
+	bz->init_size = get_le32(img + OFF_INIT_SIZE);
 	if (bz->init_size < bz->kernel_size)
 		return bad(why, whylen, "init_size 0x%x is smaller than the kernel itself (0x%x bytes)",
 			   bz->init_size, bz->kernel_size);
-	bz->cmdline_size = rd32(img, OFF_CMDLINE_SIZE);
+	bz->cmdline_size = get_le32(img + OFF_CMDLINE_SIZE);
 	if (bz->cmdline_size < 16)
 		return bad(why, whylen, "cmdline_size %u is not a command-line limit", bz->cmdline_size);
-	bz->initrd_addr_max = rd32(img, OFF_INITRD_ADDR_MAX);
+	bz->initrd_addr_max = get_le32(img + OFF_INITRD_ADDR_MAX);
 	if (bz->initrd_addr_max < LINUX_HIGH_MEM)
 		return bad(why, whylen, "initrd_addr_max 0x%x is below 1 MiB", bz->initrd_addr_max);
-	uint32_t poff = rd32(img, OFF_PAYLOAD_OFFSET), plen = rd32(img, OFF_PAYLOAD_LENGTH);
+	uint32_t poff = get_le32(img + OFF_PAYLOAD_OFFSET), plen = get_le32(img + OFF_PAYLOAD_LENGTH);
 	if (plen && ((uint64_t)poff + plen > bz->kernel_size))
 		return bad(why, whylen, "payload (0x%x bytes at 0x%x) lies outside the 0x%x-byte kernel", plen, poff,
 			   bz->kernel_size);
 
-	uint16_t kv = rd16(img, OFF_KERNEL_VERSION);
+	uint16_t kv = get_le16(img + OFF_KERNEL_VERSION);
 	if (kv && (size_t)kv + 0x200 < bz->setup_size) {
 		size_t at = (size_t)kv + 0x200, n = 0;
 		while (at + n < bz->setup_size && n + 1 < sizeof(bz->kernel_version) && img[at + n] > 0x20 &&
@@ -254,19 +212,19 @@ int linux_load(uint8_t *mem, const uint8_t *img, size_t len, const struct bzimag
 	uint8_t *zp = mem + LINUX_ZERO_PAGE_GPA;
 	memset(zp, 0, 4096);
 	memcpy(zp + HDR_START, img + HDR_START, bz->hdr_end - HDR_START);
-	wr16(zp, OFF_VID_MODE, 0xffff);       /* "normal" */
-	zp[OFF_TYPE_OF_LOADER] = 0xff;        /* undefined boot loader */
+	put_le16(zp + OFF_VID_MODE, 0xffff); /* "normal" */
+	zp[OFF_TYPE_OF_LOADER] = 0xff;       /* undefined boot loader */
 	zp[OFF_LOADFLAGS] = (uint8_t)((bz->loadflags | CAN_USE_HEAP) & ~0x20); /* KEEP_SEGMENTS off (unused in 64-bit) */
-	wr16(zp, OFF_HEAP_END_PTR, 0xfe00);
-	wr32(zp, OFF_CODE32_START, (uint32_t)load);
-	wr32(zp, OFF_CMD_LINE_PTR, (uint32_t)LINUX_CMDLINE_GPA);
-	wr32(zp, BP_EXT_CMD_LINE_PTR, 0);
-	wr32(zp, OFF_RAMDISK_IMAGE, (uint32_t)out->initrd_gpa);
-	wr32(zp, OFF_RAMDISK_SIZE, (uint32_t)out->initrd_size);
-	wr32(zp, BP_EXT_RAMDISK_IMAGE, (uint32_t)(out->initrd_gpa >> 32));
-	wr32(zp, BP_EXT_RAMDISK_SIZE, (uint32_t)(out->initrd_size >> 32));
+	put_le16(zp + OFF_HEAP_END_PTR, 0xfe00);
+	put_le32(zp + OFF_CODE32_START, (uint32_t)load);
+	put_le32(zp + OFF_CMD_LINE_PTR, (uint32_t)LINUX_CMDLINE_GPA);
+	put_le32(zp + BP_EXT_CMD_LINE_PTR, 0);
+	put_le32(zp + OFF_RAMDISK_IMAGE, (uint32_t)out->initrd_gpa);
+	put_le32(zp + OFF_RAMDISK_SIZE, (uint32_t)out->initrd_size);
+	put_le32(zp + BP_EXT_RAMDISK_IMAGE, (uint32_t)(out->initrd_gpa >> 32));
+	put_le32(zp + BP_EXT_RAMDISK_SIZE, (uint32_t)(out->initrd_size >> 32));
 	if (bz->version >= 0x020e && req->acpi_rsdp)
-		wr64(zp, BP_ACPI_RSDP_ADDR, req->acpi_rsdp);
+		put_le64(zp + BP_ACPI_RSDP_ADDR, req->acpi_rsdp);
 
 	/* e820: low RAM, the legacy hole (EBDA, VGA, BIOS area with our ACPI
 	 * tables), RAM from 1 MiB, and the VMM's own pages at the top. */
@@ -277,9 +235,9 @@ int linux_load(uint8_t *mem, const uint8_t *img, size_t len, const struct bzimag
 	zp[BP_E820_ENTRIES] = (uint8_t)out->ne820;
 	for (unsigned i = 0; i < out->ne820; i++) {
 		uint8_t *e = zp + BP_E820_TABLE + i * 20;
-		wr64(e, 0, out->e820[i].addr);
-		wr64(e, 8, out->e820[i].size);
-		wr32(e, 16, out->e820[i].type);
+		put_le64(e + 0, out->e820[i].addr);
+		put_le64(e + 8, out->e820[i].size);
+		put_le32(e + 16, out->e820[i].type);
 	}
 	return 0;
 }
@@ -300,15 +258,15 @@ void linux_write_entry_tables(uint8_t *mem)
 {
 	uint64_t pml4 = LINUX_PT_GPA, pdpt = pml4 + 0x1000, pd = pml4 + 0x2000;
 	memset(mem + pml4, 0, 6 * 0x1000);
-	wr64(mem, pml4, pdpt | PTE_P | PTE_RW);
+	put_le64(mem + pml4, pdpt | PTE_P | PTE_RW);
 	for (uint64_t g = 0; g < 4; g++) {
-		wr64(mem, pdpt + g * 8, (pd + g * 0x1000) | PTE_P | PTE_RW);
+		put_le64(mem + pdpt + g * 8, (pd + g * 0x1000) | PTE_P | PTE_RW);
 		for (uint64_t i = 0; i < 512; i++)
-			wr64(mem, pd + g * 0x1000 + i * 8, (g << 30) | (i << 21) | PTE_P | PTE_RW | PTE_PS);
+			put_le64(mem + pd + g * 0x1000 + i * 8, (g << 30) | (i << 21) | PTE_P | PTE_RW | PTE_PS);
 	}
 	uint64_t gdt = LINUX_GDT_GPA;
 	memset(mem + gdt, 0, LINUX_BOOT_TSS + 16);
-	wr64(mem, gdt + LINUX_BOOT_CS, gdt_entry(0, 0xfffff, 0xa09b)); /* G, L, P, code r/x */
-	wr64(mem, gdt + LINUX_BOOT_DS, gdt_entry(0, 0xfffff, 0xc093)); /* G, D/B, P, data r/w */
-	wr64(mem, gdt + LINUX_BOOT_TSS, gdt_entry(0, 0xfffff, 0x808b)); /* busy TSS, as Firecracker */
+	put_le64(mem + gdt + LINUX_BOOT_CS, gdt_entry(0, 0xfffff, 0xa09b)); /* G, L, P, code r/x */
+	put_le64(mem + gdt + LINUX_BOOT_DS, gdt_entry(0, 0xfffff, 0xc093)); /* G, D/B, P, data r/w */
+	put_le64(mem + gdt + LINUX_BOOT_TSS, gdt_entry(0, 0xfffff, 0x808b)); /* busy TSS, as Firecracker */
 }
