@@ -1,7 +1,9 @@
 """Each thread kind runs under its own seccomp filter: a call outside its list
 is caught, named, and ends the process with status 7; --no-seccomp turns the
 filters off and the report says so. (Every other integration test runs with
-the filters on, so they also prove the lists allow what each mode needs.)"""
+the filters on, so they also prove the lists allow what each mode needs.)
+The forced violation (VMM_TEST_SECCOMP_VIOLATE) is a test hook, compiled
+only into BUILD/vmm-test; the shipped BUILD/vmm has none."""
 import os
 import re
 
@@ -9,12 +11,24 @@ import harness
 from harness import need_kvm, vmm
 
 SECCOMP_EXIT = 7
+HOOK = b"VMM_TEST_SECCOMP_VIOLATE"
+
+
+def vmm_with_test_hooks(*args, **kw):
+    """`vmm run ARGS` from BUILD/vmm-test: BUILD/vmm plus the test hooks
+    (-DVMM_TEST_HOOKS, built by `make build-tests`)."""
+    shipped = harness.vmm_path
+    harness.vmm_path = lambda: os.path.join(harness.BUILD, "vmm-test")
+    try:
+        return harness.vmm(*args, **kw)
+    finally:
+        harness.vmm_path = shipped
 
 
 def _violate(kind, *extra, json_report=True):
     env = dict(os.environ, VMM_TEST_SECCOMP_VIOLATE=kind)
     # a run killed by its filter leaves the pre-opened --json file empty
-    return vmm("-c", "2", "--duration", "200ms", "-q", *extra, env=env, json_report=json_report)
+    return vmm_with_test_hooks("-c", "2", "--duration", "200ms", "-q", *extra, env=env, json_report=json_report)
 
 
 def _expect_caught(kind, thread):
@@ -45,6 +59,21 @@ def test_no_seccomp_turns_the_filters_off():
         assert "seccomp" not in r.stderr, r.stderr
         assert r.report["config"]["seccomp"] is False
         assert "seccomp    off (--no-seccomp)" in r.stdout, r.stdout
+
+
+def test_only_the_test_build_has_the_hook():
+    with open(harness.vmm_path(), "rb") as f:
+        assert HOOK not in f.read(), "the shipped vmm carries the seccomp test hook"
+    with open(os.path.join(harness.BUILD, "vmm-test"), "rb") as f:
+        assert HOOK in f.read(), "vmm-test lacks the seccomp test hook"
+
+
+def test_shipped_vmm_ignores_the_hook():
+    need_kvm()
+    for kind in ("vcpu", "loop"):
+        r = vmm("-c", "2", "--duration", "200ms", "-q", env=dict(os.environ, VMM_TEST_SECCOMP_VIOLATE=kind))
+        assert r.rc == 0, r
+        assert "seccomp:" not in r.stderr, r.stderr
 
 
 def test_report_says_filters_are_on():

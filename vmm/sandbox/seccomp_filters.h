@@ -11,29 +11,32 @@
  * process: a second run in the same process cannot create VMs (a `vmm bench`
  * that runs many guests must fork per run, or turn the sandbox off).
  *
- * Thread kinds (the exact lists are in seccomp_filters.c and SECURITY.md):
+ * Thread kinds (their rows, each with its reason, are in filter_*.c; see
+ * seccomp_table.h and SECURITY.md):
  *   vcpu  each vCPU thread, after KVM_SET_SIGNAL_MASK, before its first slot
  *   loop  the main thread, once every vCPU thread and PLE watch is started:
  *         the io_uring event loop, then the report and the tear-down
  * A Linux guest (-k) adds to both what its devices do on those threads
- * (struct seccomp_guest): KVM_IRQ_LINE on its VM fd (the UART's and
- * virtio-blk's interrupt lines are driven from vCPU threads and from the
- * loop), io_uring_enter on the virtio-blk backend's ring (a queue kick
- * submits from the vCPU thread, completions resubmit from the loop), and
- * on the loop: read on that backend's eventfd, the console on fd 0 (read,
- * and the terminal ioctls that restore cooked mode), and pread64 on each
- * vCPU's KVM stats fd (the co-scheduler's halt check runs on the loop).
+ * (struct seccomp_guest, filter_linux.c): KVM_IRQ_LINE on its VM fd (the
+ * UART's and virtio-blk's interrupt lines are driven from vCPU threads and
+ * from the loop), io_uring_enter on the virtio-blk backend's ring (a queue
+ * kick submits from the vCPU thread, completions resubmit from the loop),
+ * and on the loop: read on that backend's eventfd, the console on fd 0
+ * (read, and the terminal ioctls that restore cooked mode). The loop also
+ * preads each vCPU's KVM stats fd (the co-scheduler's halt check).
  *
- * Test hook: VMM_TEST_SECCOMP_VIOLATE=vcpu|loop makes that thread (vCPU 0
- * for vcpu) call socket(2), which no filter allows, right after installing
- * its filter; tests/integration/test_seccomp.py proves each filter with it.
+ * Test hook, in test builds only (build/vmm-test, -DVMM_TEST_HOOKS):
+ * VMM_TEST_SECCOMP_VIOLATE=vcpu|loop makes that thread (vCPU 0 for vcpu)
+ * call socket(2), which no filter allows, right after installing its
+ * filter; tests/integration/test_seccomp.py proves each filter with it.
  */
 #ifndef VMM_SECCOMP_FILTERS_H
 #define VMM_SECCOMP_FILTERS_H
 
 #include <stdbool.h>
 
-/* The fds a thread may use beyond stdout/stderr; -1 entries are skipped. */
+/* The fds a thread may use beyond stdout/stderr; -1 entries are skipped.
+ * At most 8 write fds besides stdout/stderr (-E2BIG). */
 struct seccomp_fds {
 	const int *write; /* write(2) */
 	unsigned nwrite;
@@ -55,13 +58,14 @@ struct seccomp_guest {
 /*
  * From the main thread before any vCPU thread starts: the SIGSYS handler,
  * the syscall-name table it prints from, the test hook, the fds the vCPU
- * threads may write to, and a Linux guest's fds (NULL: not a Linux guest).
- * 0 or -errno.
+ * threads may write to (at most 8 besides stdout/stderr), and a Linux
+ * guest's fds (NULL: not a Linux guest). 0 or -errno.
  */
 int seccomp_prepare(const int *vcpu_write_fds, unsigned n, const struct seccomp_guest *guest);
 /* Installs the vCPU filter on the calling thread: ioctl only on vcpu_fd. */
 int seccomp_enter_vcpu(int vcpu_fd, unsigned vcpu_id);
-/* Installs the event-loop filter on the calling (main) thread. */
+/* Installs the event-loop filter on the calling (main) thread; -E2BIG (and
+ * a line on stderr) when the read/pread fds cannot be written exactly. */
 int seccomp_enter_loop(const struct seccomp_fds *f);
 
 #endif
