@@ -34,6 +34,7 @@ deps:
 
 include firmware/firmware.mk
 include tests/guests/guests.mk
+include tests/checks.mk
 
 $(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Every dependency points down: reads each #include in the parts below,
+maps the including file and the included file to their parts, and fails on
+an edge the ALLOWED table does not list.
+
+    python3 tests/check_includes.py            the tree this script lives in
+    python3 tests/check_includes.py --root DIR another tree (same layout)
+    python3 tests/check_includes.py --self-test
+                                               proves the check on synthetic
+                                               trees: bad edges fail, good pass
+
+One line per bad edge ("file:line includes X: part A may not include part
+B"), then "N passed, N failed" (files without / with a bad edge) as the last
+line, which tests/run_all.py counts; exit status 1 on any bad edge. Built
+into build/tests/unit/test_includes{,_self} by tests/checks.mk.
+"""
+import contextlib
+import io
+import os
+import re
+import sys
+import tempfile
+
+# ---- the layout: written once, here ------------------------------------
+
+# Which part a file belongs to: the first prefix that matches. The ABI header
+# is its own part because the guest may include it and nothing else of ours.
+PARTS = [
+    ("vmm/main.c", "vmm/main"),
+    ("vmm/bench/", "vmm/bench"),
+    ("vmm/cli/", "vmm/cli"),
+    ("vmm/report/", "vmm/report"),
+    ("vmm/core/", "vmm/core"),
+    ("vmm/sandbox/", "vmm/sandbox"),
+    ("vmm/spin/", "vmm/spin"),
+    ("vmm/linux/", "vmm/linux"),
+    ("vmm/boot/", "vmm/boot"),
+    ("vmm/", "vmm"),  # config.h, errors.h: what every vmm/ subfolder shares
+    ("vcpu/", "vcpu"),
+    ("sched/", "sched"),
+    ("hypercalls/abi.h", "abi"),
+    ("hypercalls/", "hypercalls"),
+    ("devices/", "devices"),
+    ("lib/", "lib"),
+    ("firmware/", "firmware"),
+    ("tests/guests/", "tests/guests"),
+]
+
+# Host parts under vmm/, and what every one of them may use.
+_BELOW_VMM = ["vcpu", "sched", "hypercalls", "abi", "devices", "lib"]
+
+# Part -> the parts it may include (itself always). Down only: no cycle, which
+# self_test() checks of this table. Within vmm/, top to bottom: main; bench;
+# cli, report; core; sandbox, spin, linux, boot; vmm (config.h, errors.h).
+ALLOWED = {
+    "vmm/main": ["vmm/bench", "vmm/cli", "vmm/report", "vmm/core", "vmm"] + _BELOW_VMM,
+    "vmm/bench": ["vmm/cli", "vmm/report", "vmm/core", "vmm"] + _BELOW_VMM,
+    "vmm/cli": ["vmm"] + _BELOW_VMM,
+    "vmm/report": ["vmm/core", "vmm/linux", "vmm"] + _BELOW_VMM,
+    "vmm/core": ["vmm/sandbox", "vmm/spin", "vmm/linux", "vmm/boot", "vmm"] + _BELOW_VMM,
+    "vmm/sandbox": ["vmm"] + _BELOW_VMM,
+    "vmm/spin": ["vmm"] + _BELOW_VMM,
+    "vmm/linux": ["vmm"] + _BELOW_VMM,
+    "vmm/boot": ["vmm"] + _BELOW_VMM,
+    "vmm": _BELOW_VMM,
+    "vcpu": ["sched", "hypercalls", "abi", "devices", "lib"],
+    "sched": ["lib"],
+    "hypercalls": ["abi", "lib"],
+    "devices": ["abi", "lib"],
+    "lib": [],
+    "abi": [],
+    # the guests: the ABI header and their own code, nothing of the host
+    "firmware": ["abi"],
+    "tests/guests": ["abi"],
+}
+
+# Edges that point up today, each file to file, until the move that ends it:
+# (including file, included file, why it is still there).
+KNOWN_UP = [
+    ("vmm/boot/fdt_build.h", "vmm/core/layout.h",
+     "the guest layout is core's; move layout.{c,h} down (vmm/boot/) to end it"),
+    ("vmm/linux/vm_linux.c", "vmm/core/vm.h",
+     "the Linux machine fills in struct vm; vm_linux.{c,h} belong in core"),
+    ("vmm/spin/ple_source.h", "vmm/core/event_loop.h",
+     "PLE sources live on the run's event loop; ple_source.{c,h} belong in core"),
+    ("vmm/spin/ple_source.c", "vmm/core/run.h", "as above"),
+    ("vmm/core/run.h", "vmm/report/trace.h",
+     "the run records the trace the report writes; trace.{c,h} belong below core"),
+]
+
+# Where the check looks: every C and assembly source and header below these.
+CHECKED = ["vmm", "vcpu", "sched", "hypercalls", "devices", "lib", "firmware", "tests/guests"]
+SUFFIXES = (".c", ".h", ".S")
+
+# -------------------------------------------------------------------------
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
+
+
+def part_of(path):
+    for prefix, part in PARTS:
+        if path == prefix or (prefix.endswith("/") and path.startswith(prefix)):
+            return part
+    return None
+
+
+def resolve(root, src, name, quoted):
+    """The repository path an include names, or None when it is not ours.
+    Quoted: the including file's folder first, then the root (-I.); angle
+    brackets: the root only, so <stdint.h> and <libfdt.h> are not ours."""
+    tries = [os.path.join(os.path.dirname(src), name)] if quoted else []
+    tries.append(name)
+    for t in tries:
+        t = os.path.normpath(t)
+        if not t.startswith("..") and os.path.isfile(os.path.join(root, t)):
+            return t
+    return None
+
+
+def sources(root):
+    for top in CHECKED:
+        for d, dirs, files in os.walk(os.path.join(root, top)):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith(SUFFIXES):
+                    yield os.path.relpath(os.path.join(d, f), root)
+
+
+def check(root, known_up=KNOWN_UP):
+    """Returns (files checked, {file: [bad edge lines]}). A KNOWN_UP entry
+    that no include uses any more is itself a failure: the list must shrink
+    when an up-edge goes, or it would hide the edge's return."""
+    known = {(a, b) for a, b, _ in known_up}
+    seen = set()
+    files, bad = 0, {}
+    for src in sources(root):
+        files += 1
+        me = part_of(src)
+        with open(os.path.join(root, src), errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                quoted, name = m.group(1) == '"', m.group(2)
+                dst = resolve(root, src, name, quoted)
+                if dst is None:
+                    if quoted:
+                        bad.setdefault(src, []).append(f"{src}:{n} includes {name}: no such file in the tree")
+                    continue
+                them = part_of(dst)
+                if (src, dst) in known:
+                    seen.add((src, dst))
+                    continue
+                if them == me or them in ALLOWED.get(me, []):
+                    continue
+                bad.setdefault(src, []).append(
+                    f"{src}:{n} includes {dst}: part {me} may not include part {them or dst}")
+    for a, b in sorted(known - seen):
+        bad.setdefault(a, []).append(f"{a}: KNOWN_UP lists its include of {b}, which is gone: drop the entry")
+    return files, bad
+
+
+def cycle(table):
+    """A cycle in the ALLOWED table as a list of parts, or None."""
+    state = {}
+
+    def visit(p, path):
+        state[p] = 1
+        for q in table.get(p, []):
+            if state.get(q) == 1:
+                return path[path.index(q):] + [q] if q in path else path + [q]
+            if not state.get(q):
+                c = visit(q, path + [q])
+                if c:
+                    return c
+        state[p] = 2
+        return None
+
+    for p in table:
+        if not state.get(p):
+            c = visit(p, [p])
+            if c:
+                return c
+    return None
+
+
+def main_check(root, known_up=KNOWN_UP):
+    files, bad = check(root, known_up)
+    for src in sorted(bad):
+        for line in bad[src]:
+            print(line)
+    # a stale KNOWN_UP entry may name a file that is gone: it fails, it never passed
+    print(f"{max(0, files - len(bad))} passed, {len(bad)} failed")
+    return 1 if bad else 0
+
+
+# ---- the check of the check ---------------------------------------------
+
+SELF_CASES = [
+    # (name, {path: text}, files expected to fail)
+    ("down edges pass", {
+        "vmm/core/vm.c": '#include "vcpu/vcpu.h"\n#include "vmm/boot/elf_loader.h"\n',
+        "vmm/boot/elf_loader.h": '#include "vmm/config.h"\n#include <elf.h>\n',
+        "vmm/config.h": "", "vcpu/vcpu.h": '#include "sched/sched.h"\n', "sched/sched.h": "",
+        "firmware/cpu.h": '#include "hypercalls/abi.h"\n', "hypercalls/abi.h": "#include <stdint.h>\n",
+        "tests/guests/g.c": '#include "guest_hc.h"\n', "tests/guests/guest_hc.h": "",
+    }, []),
+    ("hypercalls may not include sched", {
+        "hypercalls/pv_calls.c": '#include "sched/sched.h"\n', "sched/sched.h": "",
+    }, ["hypercalls/pv_calls.c"]),
+    ("the guest may not include a host device header", {
+        "firmware/w.c": '#include "devices/null_mmio.h"\n', "devices/null_mmio.h": "",
+    }, ["firmware/w.c"]),
+    ("a test guest may not include a host header, even by a relative path", {
+        "tests/guests/g.c": '#include "../../hypercalls/hypercalls.h"\n',
+        "hypercalls/hypercalls.h": "",
+    }, ["tests/guests/g.c"]),
+    ("angle brackets that name our file count too", {
+        "devices/d.c": "#  include <vmm/core/vm.h>\n", "vmm/core/vm.h": "",
+    }, ["devices/d.c"]),
+    ("up inside vmm/ fails: a lower subfolder including core", {
+        "vmm/cli/cli.c": '#include "vmm/core/run.h"\n', "vmm/core/run.h": "",
+    }, ["vmm/cli/cli.c"]),
+    ("a cycle between two vmm/ subfolders fails on the up side", {
+        "vmm/core/a.c": '#include "vmm/linux/b.h"\n', "vmm/linux/b.h": '#include "vmm/core/a.h"\n',
+        "vmm/core/a.h": "",
+    }, ["vmm/linux/b.h"]),
+    ("a quoted include of no file fails", {
+        "sched/s.c": '#include "sched/gone.h"\n',
+    }, ["sched/s.c"]),
+    ("lib is the floor: it includes nothing above", {
+        "lib/l.h": '#include "devices/io_bus.h"\n', "devices/io_bus.h": "",
+    }, ["lib/l.h"]),
+]
+
+
+def self_test():
+    passed = failed = 0
+
+    def ok(cond, what):
+        nonlocal passed, failed
+        if cond:
+            passed += 1
+        else:
+            failed += 1
+            print(f"FAIL: {what}")
+
+    c = cycle(ALLOWED)
+    ok(c is None, f"the ALLOWED table has a cycle: {' -> '.join(c or [])}")
+    ok(all(q in ALLOWED for qs in ALLOWED.values() for q in qs), "ALLOWED names a part it does not define")
+    ok(set(ALLOWED) == {p for _, p in PARTS}, "every part has a row in ALLOWED")
+    ok(cycle({"a": ["b"], "b": ["c"], "c": ["a"]}) == ["a", "b", "c", "a"], "cycle() finds a cycle")
+    for a, b, _ in KNOWN_UP:
+        ok(part_of(b) not in ALLOWED[part_of(a)], f"known up-edge {a} -> {b} is allowed anyway: drop it")
+    for name, tree, expect in SELF_CASES:
+        with tempfile.TemporaryDirectory() as root:
+            for path, text in tree.items():
+                os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
+                with open(os.path.join(root, path), "w") as f:
+                    f.write(text)
+            files, bad = check(root, known_up=[])
+            ok(files == len(tree) and sorted(bad) == sorted(expect),
+               f"{name}: expected {expect} to fail, got {sorted(bad)}")
+            # the exit status and the closing line, as the runner sees them
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = main_check(root, known_up=[])
+            lines = out.getvalue().splitlines()
+            ok(rc == (1 if expect else 0) and lines[-1] == f"{len(tree) - len(expect)} passed, {len(expect)} failed",
+               f"{name}: exit {rc}, last line {lines[-1]!r}")
+            ok(all(re.match(r"^\S+:\d+ includes \S+: (part \S+ may not include part \S+|no such file in the tree)$", l)
+                   for l in lines[:-1]) and len(lines) - 1 == sum(len(v) for v in bad.values()),
+               f"{name}: one line per bad edge, each naming file:line and both parts: {lines[:-1]}")
+    # an up-edge excused in KNOWN_UP passes; once the include is gone the entry fails
+    with tempfile.TemporaryDirectory() as root:
+        for path, text in {"vmm/boot/b.h": '#include "vmm/core/l.h"\n', "vmm/core/l.h": ""}.items():
+            os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
+            with open(os.path.join(root, path), "w") as f:
+                f.write(text)
+        excuse = [("vmm/boot/b.h", "vmm/core/l.h", "test")]
+        ok(not check(root, known_up=excuse)[1], "a KNOWN_UP edge passes")
+        with open(os.path.join(root, "vmm/boot/b.h"), "w") as f:
+            f.write("")
+        ok(sorted(check(root, known_up=excuse)[1]) == ["vmm/boot/b.h"], "a stale KNOWN_UP entry fails")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def main(argv):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if "--self-test" in argv:
+        return self_test()
+    if "--root" in argv:
+        root = argv[argv.index("--root") + 1]
+    return main_check(root)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

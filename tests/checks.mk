@@ -1,0 +1,21 @@
+# Checks written in Python that run as unit tests: each becomes an executable
+# $(BUILD)/tests/unit/test_* wrapper, which tests/run_all.py runs and counts
+# like the C unit binaries (their last line is "N passed, N failed").
+# Included by the top Makefile; `make build-tests` (and so `make test`) makes them.
+#   test_includes       every #include points down (tests/check_includes.py)
+#   test_includes_self  the include check fails on bad edges (synthetic trees)
+
+PY_CHECKS := $(BUILD)/tests/unit/test_includes $(BUILD)/tests/unit/test_includes_self
+
+# The wrappers name the script by absolute path, so they run from any folder.
+$(BUILD)/tests/unit/test_includes: tests/check_includes.py tests/checks.mk
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec python3 %s "$$@"\n' '$(CURDIR)/tests/check_includes.py' > $@
+	@chmod +x $@
+
+$(BUILD)/tests/unit/test_includes_self: tests/check_includes.py tests/checks.mk
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec python3 %s --self-test "$$@"\n' '$(CURDIR)/tests/check_includes.py' > $@
+	@chmod +x $@
+
+build-tests: $(PY_CHECKS)
