@@ -4,9 +4,7 @@
  * unlocking, so an action can never overtake the state change behind it.
  */
 #ifndef _GNU_SOURCE
-#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
-#endif
 #endif
 #include <errno.h>
 #include <pthread.h>
@@ -39,9 +37,6 @@ struct sched {
 	int *host_cpu;        /* NULL: no pinning */
 	int efd;
 	uint64_t reported;    /* the deadline the event loop last saw */
-	pthread_cond_t timer_cv;
-	pthread_t timer;
-	bool timer_running, timer_stop;
 	void (*deadlock_cb)(void *ctx);
 	void *deadlock_ctx;
 };
@@ -99,7 +94,6 @@ struct sched *sched_create(const struct sched_params *p, const char **why)
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->timer_cv, &ca);
 	for (int v = 0; v < p->nvcpus; v++) {
 		pthread_cond_init(&s->vc[v].cv, &ca);
 		s->vc[v].ops = &no_ops;
@@ -186,7 +180,6 @@ static void run_actions(struct sched *s)
 		case SCHED_ACT_WAKE_ALL:
 			for (int v = 0; v < c->nvcpus; v++)
 				pthread_cond_broadcast(&s->vc[v].cv);
-			pthread_cond_signal(&s->timer_cv);
 			if (a->val == -EDEADLK && s->deadlock_cb)
 				s->deadlock_cb(s->deadlock_ctx);
 			break;
@@ -200,7 +193,6 @@ static void run_actions(struct sched *s)
 		if (write(s->efd, &one, sizeof(one)) < 0) {
 			/* EAGAIN: the counter is full, so it is readable anyway */
 		}
-		pthread_cond_signal(&s->timer_cv);
 	}
 }
 
@@ -277,28 +269,17 @@ int sched_vcpu_safe_point(struct sched *s, int v)
 	return block_unlock(s, v, NULL);
 }
 
-static int sleep_until_granted(struct sched *s, int v, int slept)
+int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns)
 {
+	int slept = sched_core_wait(s->c, v, timeout_ns, lock(s));
 	run_actions(s);
-	if (!slept) {
+	if (!slept) { /* a kick was pending: the wait ends at once */
 		pthread_mutex_unlock(&s->mu);
 		return 0;
 	}
 	int reason = 0;
 	int r = block_unlock(s, v, &reason);
 	return r ? r : reason;
-}
-
-int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns)
-{
-	int slept = sched_core_wait(s->c, v, timeout_ns, lock(s));
-	return sleep_until_granted(s, v, slept);
-}
-
-int sched_vcpu_halt(struct sched *s, int v)
-{
-	int slept = sched_core_halt(s->c, v, lock(s));
-	return sleep_until_granted(s, v, slept);
 }
 
 int sched_vcpu_kick(struct sched *s, int from, int target)
@@ -310,13 +291,6 @@ int sched_vcpu_kick(struct sched *s, int from, int target)
 		return 0;
 	}
 	return block_unlock(s, from, NULL);
-}
-
-void sched_vcpu_wake(struct sched *s, int v)
-{
-	sched_core_wake(s->c, v, lock(s));
-	run_actions(s);
-	pthread_mutex_unlock(&s->mu);
 }
 
 void sched_vcpu_done(struct sched *s, int v)
@@ -350,54 +324,11 @@ int sched_wake_fd(struct sched *s)
 	return s->efd;
 }
 
-static void *timer_main(void *arg)
-{
-	struct sched *s = arg;
-	pthread_mutex_lock(&s->mu);
-	while (!s->timer_stop) {
-		uint64_t d = s->reported = sched_core_next_deadline(s->c);
-		uint64_t now = sched_now_ns();
-		if (d <= now) {
-			sched_core_tick(s->c, now);
-			run_actions(s);
-			continue;
-		}
-		if (d == UINT64_MAX) {
-			pthread_cond_wait(&s->timer_cv, &s->mu);
-		} else {
-			struct timespec ts = { (time_t)(d / 1000000000ull),
-					       (long)(d % 1000000000ull) };
-			pthread_cond_timedwait(&s->timer_cv, &s->mu, &ts);
-		}
-	}
-	pthread_mutex_unlock(&s->mu);
-	return NULL;
-}
-
-int sched_run_timer_thread(struct sched *s)
-{
-	pthread_mutex_lock(&s->mu);
-	int r = s->timer_running ? -EBUSY : 0;
-	if (!r) {
-		s->timer_stop = false;
-		r = -pthread_create(&s->timer, NULL, timer_main, s);
-		s->timer_running = r == 0;
-	}
-	pthread_mutex_unlock(&s->mu);
-	return r;
-}
-
 void sched_stop(struct sched *s)
 {
 	sched_core_stop(s->c, lock(s));
 	run_actions(s);
-	s->timer_stop = true;
-	pthread_cond_signal(&s->timer_cv);
-	bool join = s->timer_running && !pthread_equal(s->timer, pthread_self());
-	s->timer_running = false;
 	pthread_mutex_unlock(&s->mu);
-	if (join)
-		pthread_join(s->timer, NULL);
 }
 
 void sched_destroy(struct sched *s)
@@ -407,7 +338,6 @@ void sched_destroy(struct sched *s)
 	sched_stop(s);
 	for (int v = 0; v < s->c->nvcpus; v++)
 		pthread_cond_destroy(&s->vc[v].cv);
-	pthread_cond_destroy(&s->timer_cv);
 	pthread_mutex_destroy(&s->mu);
 	sched_core_destroy(s->c);
 	close(s->efd);

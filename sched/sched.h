@@ -17,7 +17,6 @@
  *		  YIELD_TO r = sched_vcpu_spin(s, v, target, SCHED_SPIN_YIELD);
  *		  SPIN     r = sched_vcpu_spin(s, v, target, SCHED_SPIN_YIELD);
  *		  (preempt_pending seen at a safe point: sched_vcpu_safe_point)
- *		  HLT      r = sched_vcpu_halt(s, v);
  *		if (r == -ECANCELED || r == -EDEADLK) break;
  *		if (sched_vcpu_after_exit(s, v) &&       // one atomic load
  *		    sched_vcpu_yield_slot(s, v) < 0)      // blocks until regranted
@@ -28,23 +27,26 @@
  * Every call that can give the slot away returns only once v holds a slot
  * again (0), or with -ECANCELED (sched_stop) or -EDEADLK (every live vCPU
  * waits with no timeout and no kick can come). A vCPU must hold a slot when
- * it calls wait, kick, spin, safe_point, halt or yield_slot.
+ * it calls wait, kick, spin, safe_point or yield_slot.
  *
  * force_exit must make KVM_RUN return even if it is called just before the
  * vCPU enters it (signal blocked outside KVM_RUN + KVM_SET_SIGNAL_MASK, or
  * immediate_exit): the "give the slot back" flag is set before force_exit
  * is called and read by sched_vcpu_after_exit after KVM_RUN returns.
  *
- * A vCPU whose halts block inside KVM_RUN (in-kernel irqchip) never calls
- * halt: with params.halt_check_ns and ops.blocked_in_kernel the scheduler
- * parks it (frees its slot, leaves it in KVM_RUN) and takes it back when it
- * wakes; sched_vcpu_after_exit is true for a parked vCPU, and the yield
+ * Guest halts never reach this layer: a HLT exit of a direct-entry guest
+ * ends its vCPU (no interrupt controller could wake it, vcpu/vcpu.c), and a
+ * Linux guest's halt blocks inside KVM_RUN (in-kernel irqchip). For the
+ * latter, with params.halt_check_ns and ops.blocked_in_kernel, the scheduler
+ * parks the vCPU (frees its slot, leaves it in KVM_RUN) and takes it back
+ * when it wakes; sched_vcpu_after_exit is true for a parked vCPU, and the yield
  * that follows unparks it (see core.h).
  *
  * The event loop: sleep until sched_next_deadline(s) (absolute
  * CLOCK_MONOTONIC ns, UINT64_MAX = no deadline) or until sched_wake_fd(s)
  * (an eventfd; read it to clear) is readable, then call
- * sched_tick(s, sched_now_ns()). Or let sched_run_timer_thread(s) do it.
+ * sched_tick(s, sched_now_ns()). vmm/core/run.c does it with an io_uring
+ * timeout; tests/unit/test_sched_threads.c with ppoll.
  */
 #ifndef VMM_SCHED_SCHED_H
 #define VMM_SCHED_SCHED_H
@@ -81,7 +83,7 @@ void sched_set_deadlock_cb(struct sched *s, void (*cb)(void *ctx), void *ctx);
 void sched_start(struct sched *s);
 /* Forces every vCPU out; every blocked or later call returns -ECANCELED. */
 void sched_stop(struct sched *s);
-void sched_destroy(struct sched *s); /* stops first; joins the timer thread */
+void sched_destroy(struct sched *s); /* stops first */
 
 int sched_vcpu_enter(struct sched *s, int v);
 bool sched_vcpu_after_exit(struct sched *s, int v);
@@ -93,21 +95,17 @@ void sched_vcpu_spin_seen(struct sched *s, int v, unsigned source);
 /* 0: kicked (or a kick was already pending), -ETIMEDOUT, -EDEADLK,
  * -ECANCELED. timeout_ns SCHED_NO_TIMEOUT waits for a kick only. */
 int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns);
-int sched_vcpu_halt(struct sched *s, int v);
 /* from = -1: the VMM (never blocks). Otherwise from's own thread; it may
  * hand its slot to target and then blocks until granted again. */
 int sched_vcpu_kick(struct sched *s, int from, int target);
-/* From any thread (an interrupt for v): ends a halt or wait, or makes the
- * next one return at once. */
-void sched_vcpu_wake(struct sched *s, int v);
 void sched_vcpu_done(struct sched *s, int v);
 
 uint64_t sched_now_ns(void);
+/* The event loop's side (see the top of this file): the deadline to sleep
+ * until, the tick at or after it, the fd that says the deadline moved earlier. */
 uint64_t sched_next_deadline(struct sched *s);
 void sched_tick(struct sched *s, uint64_t now_ns);
 int sched_wake_fd(struct sched *s);
-/* A fallback timer: a thread that ticks at every deadline until stop. */
-int sched_run_timer_thread(struct sched *s);
 
 void sched_stats(struct sched *s, int v, struct sched_vcpu_stats *out);
 bool sched_deadlocked(struct sched *s);
