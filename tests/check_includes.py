@@ -234,6 +234,13 @@ SELF_CASES = [
 ]
 
 
+def write_tree(root, tree):
+    for path, text in tree.items():
+        os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
+        with open(os.path.join(root, path), "w") as f:
+            f.write(text)
+
+
 def self_test():
     passed = failed = 0
 
@@ -254,10 +261,7 @@ def self_test():
         ok(part_of(b) not in ALLOWED[part_of(a)], f"known up-edge {a} -> {b} is allowed anyway: drop it")
     for name, tree, expect in SELF_CASES:
         with tempfile.TemporaryDirectory() as root:
-            for path, text in tree.items():
-                os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
-                with open(os.path.join(root, path), "w") as f:
-                    f.write(text)
+            write_tree(root, tree)
             files, bad = check(root, known_up=[])
             ok(files == len(tree) and sorted(bad) == sorted(expect),
                f"{name}: expected {expect} to fail, got {sorted(bad)}")
@@ -273,14 +277,10 @@ def self_test():
                f"{name}: one line per bad edge, each naming file:line and both parts: {lines[:-1]}")
     # an up-edge excused in KNOWN_UP passes; once the include is gone the entry fails
     with tempfile.TemporaryDirectory() as root:
-        for path, text in {"vmm/boot/b.h": '#include "vmm/core/l.h"\n', "vmm/core/l.h": ""}.items():
-            os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
-            with open(os.path.join(root, path), "w") as f:
-                f.write(text)
+        write_tree(root, {"vmm/boot/b.h": '#include "vmm/core/l.h"\n', "vmm/core/l.h": ""})
         excuse = [("vmm/boot/b.h", "vmm/core/l.h", "test")]
         ok(not check(root, known_up=excuse)[1], "a KNOWN_UP edge passes")
-        with open(os.path.join(root, "vmm/boot/b.h"), "w") as f:
-            f.write("")
+        write_tree(root, {"vmm/boot/b.h": ""})
         ok(sorted(check(root, known_up=excuse)[1]) == ["vmm/boot/b.h"], "a stale KNOWN_UP entry fails")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
