@@ -38,7 +38,7 @@ struct vcpu_exit_counts {
 
 struct vcpu;
 
-/* Linux guests (vmm/linux/vm_linux.c): how their vCPUs differ from the
+/* Linux guests (vmm/core/vm_linux.c): how their vCPUs differ from the
  * direct-entry guests'. env->guest is NULL for the bundled firmware. */
 struct vcpu_guest_hooks {
 	struct kvm_cpuid2 *(*cpuid)(void *opaque, unsigned vcpu_id); /* malloc'd */

@@ -50,7 +50,7 @@ struct vm_config {
 	const char *ple_tracepoint; /* testing: count this tracepoint as PLE exits */
 	const char *kvm_device; /* the KVM device node */
 
-	/* Linux guests (vmm/linux/vm_linux.c): -k boots a bzImage instead of the firmware */
+	/* Linux guests (vmm/core/vm_linux.c): -k boots a bzImage instead of the firmware */
 	const char *kernel_path;
 	const char *initrd_path;
 	const char *cmdline;

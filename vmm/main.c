@@ -8,7 +8,7 @@
 #include "vmm/bench/bench.h"
 #include "vmm/cli/cli.h"
 #include "vmm/errors.h"
-#include "vmm/core/kvm.h"
+#include "vmm/host/kvm.h"
 #include "vmm/core/prepare.h"
 #include "vmm/report/report.h"
 #include "vmm/core/run.h"

@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 
 #include "vmm/boot/fdt_build.h"
-#include "vmm/core/layout.h"
+#include "vmm/boot/layout.h"
 #include "vmm/cli/workloads.h"
 
 /* ---- the firmware's console, as the reader needs it ---- */

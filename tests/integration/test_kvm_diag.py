@@ -1,5 +1,5 @@
 """When the KVM device cannot be used, `vmm run` exits 6 with one or two lines
-that name the cause and the next step (vmm/core/kvm_diagnose.c). --kvm-device and
+that name the cause and the next step (vmm/host/kvm_diagnose.c). --kvm-device and
 VMM_KVM_DEVICE point vmm at another path, so every machine shows each case:
 a missing node, /dev/null, a regular file, a directory, a node this user may
 not open. None of these needs a KVM."""

@@ -15,7 +15,7 @@
 #include "tests/unit/check.h"
 #include "vmm/linux/acpi.h"
 #include "vmm/linux/boot_linux.h"
-#include "vmm/core/file.h"
+#include "vmm/host/file.h"
 
 #define MEM (256ull << 20)
 #define RAM_END (MEM - (2ull << 20))

@@ -1,5 +1,5 @@
 /*
- * vmm/core/kvm_diagnose.c: each reason the KVM device cannot be used, on fake /sys
+ * vmm/host/kvm_diagnose.c: each reason the KVM device cannot be used, on fake /sys
  * and /proc trees and fake device nodes in a temporary directory, gets its own
  * message naming the cause and the next step, in one or two lines.
  */
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "vmm/core/kvm_diagnose.h"
+#include "vmm/host/kvm_diagnose.h"
 
 static char root[] = "/tmp/vmm-kvm-diag.XXXXXX";
 static char sys_root[256], proc_root[256], missing[256];

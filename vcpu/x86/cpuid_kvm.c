@@ -170,7 +170,7 @@ void x86_cpuid_linux_offer(struct x86_cpuid_linux *o, int cap, char *note, size_
 	/* QEMU offers the bit on the same condition: the cap, and the local APIC
 	 * in the kernel (always so for Linux guests here). With it Linux's
 	 * local-APIC timer, its only clock event on this hardware-reduced
-	 * machine (vmm/linux/vm_linux.h), needs no calibration at all. */
+	 * machine (vmm/core/vm_linux.h), needs no calibration at all. */
 	bool masked = o->mask & CPUID_MASK_TSC_DEADLINE;
 	o->tsc_deadline = cap > 0 && !masked;
 	const char *mtrr = "mtrr (default type write-back)";

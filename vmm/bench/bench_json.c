@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "vmm/bench/bench.h"
-#include "vmm/core/file.h"
+#include "vmm/host/file.h"
 
 #define PATH_MAX_LEN 256
 #define DEPTH_MAX 32

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "vmm/config.h"
-#include "vmm/core/layout.h"
+#include "vmm/boot/layout.h"
 
 struct fdt_guest_info {
 	const struct vm_config *cfg;

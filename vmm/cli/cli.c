@@ -357,7 +357,7 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, char *err, size_
 		const char *env = getenv(VMM_KVM_DEVICE_ENV);
 		cfg->kvm_device = env && *env ? env : VMM_KVM_DEVICE_DEFAULT;
 	}
-	/* Linux guests (vmm/linux/vm_linux.c) */
+	/* Linux guests (vmm/core/vm_linux.c) */
 	if (cfg->kernel_path) {
 		if (cfg->firmware_path)
 			return parse_fail(err, errlen, "--kernel and --firmware exclude each other");

@@ -9,7 +9,7 @@
 
 #include "vmm/linux/acpi.h"
 #include "vmm/errors.h"
-#include "vmm/core/file.h"
+#include "vmm/host/file.h"
 #include "vmm/core/sched_glue.h"
 #include "vmm/core/vm.h"
 

@@ -16,7 +16,7 @@
 #include "vmm/linux/boot_linux.h"
 #include "vmm/config.h"
 #include "vmm/boot/elf_loader.h"
-#include "vmm/core/layout.h"
+#include "vmm/boot/layout.h"
 
 #define VM_INPUTS_MAX_SLOTS 1024
 

@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "vmm/errors.h"
-#include "vmm/core/event_loop.h"
+#include "vmm/host/event_loop.h"
 #include "vmm/boot/fdt_build.h"
 #include "vmm/linux/linux_console.h"
 #include "vmm/spin/ple_perf.h"
 #include "vmm/sandbox/seccomp_filters.h"
-#include "vmm/linux/vm_linux.h"
+#include "vmm/core/vm_linux.h"
 
 #define TRACE_MAX_EVENTS (8u << 20)
 

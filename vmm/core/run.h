@@ -10,8 +10,8 @@
 
 #include "sched/sched.h"
 #include "vmm/core/sched_glue.h"
-#include "vmm/spin/ple_source.h"
-#include "vmm/report/trace.h"
+#include "vmm/core/ple_source.h"
+#include "vmm/core/trace.h"
 #include "vmm/core/vm.h"
 
 struct run {

@@ -12,7 +12,7 @@
 #include "devices/null_mmio.h"
 #include "vmm/errors.h"
 #include "vmm/boot/fdt_build.h"
-#include "vmm/linux/vm_linux.h"
+#include "vmm/core/vm_linux.h"
 
 int vm_error_set(struct vm_error *err, int status, int code, const char *fmt, ...)
 {

@@ -13,8 +13,8 @@
 #include "vcpu/vcpu.h"
 #include "vmm/config.h"
 #include "vmm/boot/elf_loader.h"
-#include "vmm/core/kvm.h"
-#include "vmm/core/layout.h"
+#include "vmm/host/kvm.h"
+#include "vmm/boot/layout.h"
 #include "vmm/core/prepare.h"
 
 enum vm_stop {
@@ -80,7 +80,7 @@ struct vm {
 	struct vcpu *vcpus;
 	unsigned nvcpus_created;
 	uint64_t start_ns, end_ns;
-	struct vm_linux *linux_guest; /* Linux guests (-k): vmm/linux/vm_linux.c; NULL otherwise */
+	struct vm_linux *linux_guest; /* Linux guests (-k): vmm/core/vm_linux.c; NULL otherwise */
 	struct vm_poller pollers[VM_MAX_POLLERS];
 	unsigned npollers;
 };

@@ -6,7 +6,7 @@
 
 #include "vcpu/x86/regs_dump.h"
 #include "vmm/errors.h"
-#include "vmm/linux/vm_linux.h"
+#include "vmm/core/vm_linux.h"
 
 const char *report_status_name(int status)
 {

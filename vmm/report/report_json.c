@@ -3,7 +3,7 @@
 
 #include "vmm/report/json_writer.h"
 #include "vmm/report/report.h"
-#include "vmm/linux/vm_linux.h"
+#include "vmm/core/vm_linux.h"
 
 /* A Linux guest: what it was booted with, and what CPUID offered it and why. */
 static void json_linux(struct json *j, const struct run *r)

@@ -1,4 +1,4 @@
-#include "vmm/core/kvm_diagnose.h"
+#include "vmm/host/kvm_diagnose.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "vmm/core/file.h"
+#include "vmm/host/file.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "vmm/spin/ple_source.h"
+#include "vmm/core/ple_source.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -1,4 +1,4 @@
-#include "vmm/report/trace.h"
+#include "vmm/core/trace.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "vmm/linux/vm_linux.h"
+#include "vmm/core/vm_linux.h"
 
 #include <errno.h>
 #include <stdarg.h>

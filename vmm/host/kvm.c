@@ -1,4 +1,4 @@
-#include "vmm/core/kvm.h"
+#include "vmm/host/kvm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "vmm/core/kvm_diagnose.h"
+#include "vmm/host/kvm_diagnose.h"
 
 static int check_ext(int fd, long cap)
 {

@@ -1,4 +1,4 @@
-#include "vmm/core/event_loop.h"
+#include "vmm/host/event_loop.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -6,7 +6,7 @@
 #ifndef VMM_PLE_SOURCE_H
 #define VMM_PLE_SOURCE_H
 
-#include "vmm/core/event_loop.h"
+#include "vmm/host/event_loop.h"
 #include "vmm/spin/ple_perf.h"
 
 struct run;

@@ -1,4 +1,4 @@
-#include "vmm/core/layout.h"
+#include "vmm/boot/layout.h"
 
 #include <errno.h>
 

@@ -17,7 +17,7 @@ struct kvm_host {
 /*
  * Opens the KVM device at path. Returns 0 or -errno; msg gets what the host
  * lacks: when the device cannot be used at all, one or two lines ('\n'
- * between) naming the cause and the next step (vmm/core/kvm_diagnose.h).
+ * between) naming the cause and the next step (vmm/host/kvm_diagnose.h).
  */
 int kvm_host_open(struct kvm_host *kvm, const char *path, char *msg, unsigned msglen);
 void kvm_host_close(struct kvm_host *kvm);
