@@ -64,11 +64,18 @@ def need_kvm():
         raise NoKvm("/dev/kvm is not usable here")
 
 
-def vmm(*args, timeout=120, json_report=True, env=None):
-    """Runs `vmm run ARGS`; returns Run with the parsed --json report (or None)."""
+def vmm_test_path():
+    """BUILD/vmm-test: the shipped vmm plus the test hooks (-DVMM_TEST_HOOKS,
+    built by `make build-tests`), for the tests that force a violation."""
+    return os.path.join(BUILD, "vmm-test")
+
+
+def vmm(*args, timeout=120, json_report=True, env=None, binary=None):
+    """Runs `vmm run ARGS` (BINARY: another vmm build, e.g. vmm_test_path());
+    returns Run with the parsed --json report (or None)."""
     with tempfile.TemporaryDirectory() as d:
         jpath = os.path.join(d, "report.json")
-        cmd = [vmm_path(), "run", *args]
+        cmd = [binary or vmm_path(), "run", *args]
         if json_report:
             cmd += ["--json", jpath]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)

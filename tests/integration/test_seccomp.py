@@ -14,21 +14,11 @@ SECCOMP_EXIT = 7
 HOOK = b"VMM_TEST_SECCOMP_VIOLATE"
 
 
-def vmm_with_test_hooks(*args, **kw):
-    """`vmm run ARGS` from BUILD/vmm-test: BUILD/vmm plus the test hooks
-    (-DVMM_TEST_HOOKS, built by `make build-tests`)."""
-    shipped = harness.vmm_path
-    harness.vmm_path = lambda: os.path.join(harness.BUILD, "vmm-test")
-    try:
-        return harness.vmm(*args, **kw)
-    finally:
-        harness.vmm_path = shipped
-
-
 def _violate(kind, *extra, json_report=True):
     env = dict(os.environ, VMM_TEST_SECCOMP_VIOLATE=kind)
     # a run killed by its filter leaves the pre-opened --json file empty
-    return vmm_with_test_hooks("-c", "2", "--duration", "200ms", "-q", *extra, env=env, json_report=json_report)
+    return harness.vmm("-c", "2", "--duration", "200ms", "-q", *extra, env=env, json_report=json_report,
+                       binary=harness.vmm_test_path())
 
 
 def _expect_caught(kind, thread):
@@ -64,7 +54,7 @@ def test_no_seccomp_turns_the_filters_off():
 def test_only_the_test_build_has_the_hook():
     with open(harness.vmm_path(), "rb") as f:
         assert HOOK not in f.read(), "the shipped vmm carries the seccomp test hook"
-    with open(os.path.join(harness.BUILD, "vmm-test"), "rb") as f:
+    with open(harness.vmm_test_path(), "rb") as f:
         assert HOOK in f.read(), "vmm-test lacks the seccomp test hook"
 
 
