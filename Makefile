@@ -100,7 +100,7 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 # what the fuzzers link: the parsers and what they call, nothing of KVM
-FUZZ_LIB_SRCS := vmm/boot/elf_loader.c vmm/cli/parse.c vmm/cli/cli.c vmm/cli/workloads.c vmm/boot/fdt_build.c \
+FUZZ_LIB_SRCS := vmm/boot/elf_loader.c $(wildcard vmm/cli/*.c) vmm/boot/fdt_build.c \
 	vmm/boot/layout.c vmm/linux/boot_linux.c devices/virtqueue.c $(wildcard vcpu/x86/cpuid*.c) $(wildcard hypercalls/*.c sched/*.c)
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
