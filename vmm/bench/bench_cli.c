@@ -245,6 +245,32 @@ static int preset_pass(int argc, char **argv, struct bench_opts *o, char *err, s
 	return 0;
 }
 
+/* getopt_long said ':' (a value is missing) or '?' (an option it does not know). */
+static int bad_option(int c, char **argv, char *err, size_t errlen)
+{
+	if (c == ':')
+		return parse_fail(err, errlen, "option %s needs a value", argv[optind - 1]);
+	return parse_fail(err, errlen, "unknown option '%s' (try vmm bench --help)", argv[optind - 1]);
+}
+
+/*
+ * What no single option can check: a stray argument, and --overcommit
+ * against --pcpus, which may come in either order on the command line.
+ */
+static int check_after_options(int argc, char **argv, const struct bench_opts *o, char *err,
+			       size_t errlen)
+{
+	if (optind < argc)
+		return parse_fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+	for (unsigned i = 0; i < o->overcommit.n; i++) {
+		double vcpus = o->overcommit.v[i] * o->pcpus;
+		if (vcpus != floor(vcpus))
+			return parse_fail(err, errlen, "--overcommit %g on %u pcpus is not a whole number of vCPUs",
+					  o->overcommit.v[i], o->pcpus);
+	}
+	return 0;
+}
+
 int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t errlen)
 {
 	uint64_t v;
@@ -316,20 +342,9 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 			break;
 		case 'h':
 			return BENCH_HELP;
-		case ':':
-			r = parse_fail(err, errlen, "option %s needs a value", argv[optind - 1]);
-			break;
 		default:
-			r = parse_fail(err, errlen, "unknown option '%s' (try vmm bench --help)", argv[optind - 1]);
+			r = bad_option(c, argv, err, errlen);
 		}
 	}
-	if (!r && optind < argc)
-		r = parse_fail(err, errlen, "unexpected argument '%s'", argv[optind]);
-	for (unsigned i = 0; !r && i < o->overcommit.n; i++) {
-		double vcpus = o->overcommit.v[i] * o->pcpus;
-		if (vcpus != floor(vcpus))
-			r = parse_fail(err, errlen, "--overcommit %g on %u pcpus is not a whole number of vCPUs",
-				 o->overcommit.v[i], o->pcpus);
-	}
-	return r;
+	return r ? r : check_after_options(argc, argv, o, err, errlen);
 }
