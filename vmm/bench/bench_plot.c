@@ -109,35 +109,55 @@ static bool first_of_series(const struct bench_matrix *m, unsigned i, bool per_s
 	return true;
 }
 
-static void overcommit_plot(FILE *gp, FILE *dat, const char *datpath, const struct bench_matrix *m,
-			    const char *svg)
+/*
+ * The panels of one plot: a panel per workload and lock, a line per series
+ * in it. The two plots differ only in which cells start a series, what x is
+ * (by_thr: the spin threshold, else the overcommit) and how a line is
+ * titled, so one loop writes both.
+ */
+static void panel_plots(FILE *gp, FILE *dat, const char *datpath, const struct bench_matrix *m,
+			const struct panel *p, unsigned np, bool by_thr)
 {
-	struct panel p[MAX_PANELS];
-	unsigned np = panels(m, p), idx = 0;
-	layout(gp, np, svg, "overcommit efficiency (ops/s at N vCPUs / ops/s at M vCPUs on M slots)");
-	fprintf(gp, "set logscale y\nset logscale x 2\nset xlabel 'vCPUs per physical CPU'\n"
-		    "set ylabel 'efficiency'\nset format y '%%g'\n");
+	unsigned idx = 0;
 	for (unsigned k = 0; k < np; k++) {
 		fprintf(gp, "set title '%s, %s lock'\nplot ", p[k].workload, p[k].lock);
 		unsigned nplots = 0;
 		for (unsigned i = 0; i < m->n; i++) {
 			const struct bench_cell *c = &m->cells[i];
-			if (!first_of_series(m, i, false) || strcmp(c->workload, p[k].workload) ||
-			    strcmp(c->lock, p[k].lock))
+			if ((by_thr && c->kind != BENCH_VM) || strcmp(c->workload, p[k].workload) ||
+			    strcmp(c->lock, p[k].lock) || !first_of_series(m, i, by_thr))
 				continue;
+			/* Overcommit plot: VM lines at the panel's one threshold. */
 			struct bench_cell s = *c;
-			if (c->kind == BENCH_VM)
+			if (!by_thr && c->kind == BENCH_VM)
 				s.spin_threshold = p[k].thr;
 			unsigned at = idx;
-			if (block(dat, m, &p[k], &s, false, &idx))
-				fprintf(gp, "%s'%s' index %u using 1:2 with linespoints lw 2 %stitle '%s'", nplots++ ? ", " : "",
-					datpath, at, c->kind == BENCH_NATIVE ? "dt 2 lc rgb 'black' " : "", c->policy);
+			if (!block(dat, m, &p[k], &s, by_thr, &idx))
+				continue;
+			fprintf(gp, "%s'%s' index %u using 1:2 with linespoints lw 2 ", nplots++ ? ", " : "", datpath, at);
+			if (by_thr)
+				fprintf(gp, "title '%s, %u VM%s x %u vCPUs'", c->policy, c->vms, c->vms > 1 ? "s" : "",
+					c->vcpus);
+			else
+				fprintf(gp, "%stitle '%s'", c->kind == BENCH_NATIVE ? "dt 2 lc rgb 'black' " : "",
+					c->policy);
 		}
 		if (!nplots)
 			fprintf(gp, "NaN title 'no data'");
 		fputc('\n', gp);
 	}
 	fprintf(gp, "unset multiplot\n");
+}
+
+static void overcommit_plot(FILE *gp, FILE *dat, const char *datpath, const struct bench_matrix *m,
+			    const char *svg)
+{
+	struct panel p[MAX_PANELS];
+	unsigned np = panels(m, p);
+	layout(gp, np, svg, "overcommit efficiency (ops/s at N vCPUs / ops/s at M vCPUs on M slots)");
+	fprintf(gp, "set logscale y\nset logscale x 2\nset xlabel 'vCPUs per physical CPU'\n"
+		    "set ylabel 'efficiency'\nset format y '%%g'\n");
+	panel_plots(gp, dat, datpath, m, p, np, false);
 }
 
 static bool sweeps_threshold(const struct bench_matrix *m)
@@ -155,30 +175,11 @@ static void threshold_plot(FILE *gp, FILE *dat, const char *datpath, const struc
 			   const char *svg)
 {
 	struct panel p[MAX_PANELS];
-	unsigned np = panels(m, p), idx = 0;
+	unsigned np = panels(m, p);
 	layout(gp, np, svg, "spin-threshold sweep (median ops/s)");
 	fprintf(gp, "set logscale y\nset logscale x 2\nset xlabel 'spins before a PV lock waits'\n"
 		    "set ylabel 'ops/s'\nset format x '%%.0f'\nset format y '%%g'\n");
-	for (unsigned k = 0; k < np; k++) {
-		fprintf(gp, "set title '%s, %s lock'\nplot ", p[k].workload, p[k].lock);
-		unsigned nplots = 0;
-		for (unsigned i = 0; i < m->n; i++) {
-			const struct bench_cell *c = &m->cells[i];
-			if (c->kind != BENCH_VM || strcmp(c->workload, p[k].workload) || strcmp(c->lock, p[k].lock))
-				continue;
-			if (!first_of_series(m, i, true))
-				continue;
-			unsigned at = idx;
-			if (block(dat, m, &p[k], c, true, &idx))
-				fprintf(gp, "%s'%s' index %u using 1:2 with linespoints lw 2 title '%s, %u VM%s x %u vCPUs'",
-					nplots++ ? ", " : "", datpath, at, c->policy, c->vms, c->vms > 1 ? "s" : "",
-					c->vcpus);
-		}
-		if (!nplots)
-			fprintf(gp, "NaN title 'no data'");
-		fputc('\n', gp);
-	}
-	fprintf(gp, "unset multiplot\n");
+	panel_plots(gp, dat, datpath, m, p, np, true);
 }
 
 static int run_gnuplot(const char *dir, const char *script, char *err, size_t errlen)
