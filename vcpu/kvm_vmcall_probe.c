@@ -46,90 +46,122 @@ static void *probe_thread(void *arg)
 	return NULL;
 }
 
-static int probe_once(int kvm_fd, unsigned timeout_ms, char *note, size_t notelen)
-{
-	int vm = -1, vcpu = -1, result = -EIO;
-	uint8_t *mem = MAP_FAILED;
-	struct kvm_run *run = MAP_FAILED;
-	int run_size = ioctl(kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+/* A throw-away VM with one vCPU, so the probe cannot disturb a real guest. */
+struct scratch {
+	int vm, vcpu, run_size;
+	uint8_t *mem;
+	struct kvm_run *run;
+};
 
-	vm = ioctl(kvm_fd, KVM_CREATE_VM, 0);
-	if (vm < 0 || run_size <= 0) {
-		result = -errno;
-		snprintf(note, notelen, "VMCALL probe: cannot create a scratch VM: %s", strerror(errno));
-		goto out;
+static void scratch_close(struct scratch *s)
+{
+	if (s->run != MAP_FAILED)
+		munmap(s->run, (size_t)s->run_size);
+	if (s->vcpu >= 0)
+		close(s->vcpu);
+	if (s->mem != MAP_FAILED)
+		munmap(s->mem, PROBE_MEM);
+	if (s->vm >= 0)
+		close(s->vm);
+}
+
+/* The VM's memory holds only the VMCALL and the tables to reach it in long mode. */
+static int scratch_open(int kvm_fd, struct scratch *s, char *note, size_t notelen)
+{
+	*s = (struct scratch){ .vm = -1, .vcpu = -1, .mem = MAP_FAILED, .run = MAP_FAILED };
+	s->run_size = ioctl(kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	s->vm = ioctl(kvm_fd, KVM_CREATE_VM, 0);
+	if (s->vm < 0 || s->run_size <= 0) {
+		int e = errno;
+		snprintf(note, notelen, "VMCALL probe: cannot create a scratch VM: %s", strerror(e));
+		return -e;
 	}
-	mem = mmap(NULL, PROBE_MEM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED) {
-		result = -ENOMEM;
+	s->mem = mmap(NULL, PROBE_MEM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s->mem == MAP_FAILED) {
 		snprintf(note, notelen, "VMCALL probe: out of memory");
-		goto out;
+		return -ENOMEM;
 	}
 	struct kvm_userspace_memory_region region = { .slot = 0, .memory_size = PROBE_MEM,
-						      .userspace_addr = (uint64_t)(uintptr_t)mem };
+						      .userspace_addr = (uint64_t)(uintptr_t)s->mem };
 	/* mov eax, 1 (KVM_HC_VAPIC_POLL_IRQ); vmcall; hlt */
 	static const uint8_t code[] = { 0xb8, 0x01, 0x00, 0x00, 0x00, 0x0f, 0x01, 0xc1, 0xf4 };
-	memcpy(mem + PROBE_CODE, code, sizeof(code));
+	memcpy(s->mem + PROBE_CODE, code, sizeof(code));
 	struct x86_boot b = { .entry = PROBE_CODE, .pt_gpa = PROBE_PT, .gdt_gpa = PROBE_GDT };
-	x86_boot_write_tables(mem, &b);
-	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region) < 0 ||
-	    (vcpu = ioctl(vm, KVM_CREATE_VCPU, 0)) < 0 ||
-	    (run = mmap(NULL, (size_t)run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0)) == MAP_FAILED) {
-		result = -errno;
-		snprintf(note, notelen, "VMCALL probe: cannot set up the scratch vCPU: %s", strerror(errno));
-		goto out;
+	x86_boot_write_tables(s->mem, &b);
+	if (ioctl(s->vm, KVM_SET_USER_MEMORY_REGION, &region) < 0 ||
+	    (s->vcpu = ioctl(s->vm, KVM_CREATE_VCPU, 0)) < 0 ||
+	    (s->run = mmap(NULL, (size_t)s->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->vcpu, 0)) ==
+		    MAP_FAILED) {
+		int e = errno;
+		snprintf(note, notelen, "VMCALL probe: cannot set up the scratch vCPU: %s", strerror(e));
+		return -e;
 	}
-	int r = x86_boot_set_vcpu(vcpu, &b, 0);
-	if (r) {
-		result = r;
+	int r = x86_boot_set_vcpu(s->vcpu, &b, 0);
+	if (r)
 		snprintf(note, notelen, "VMCALL probe: cannot set the scratch vCPU's registers: %s", strerror(-r));
-		goto out;
-	}
+	return r;
+}
 
-	struct probe p = { .vcpu_fd = vcpu, .run = run };
+/*
+ * KVM_RUN runs on its own thread so that a host where the VMCALL never
+ * completes costs timeout_ms, not a hang; *timed_out says it was kicked.
+ */
+static int run_with_timeout(struct probe *p, unsigned timeout_ms, bool *timed_out, char *note,
+			    size_t notelen)
+{
 	pthread_t t;
-	r = pthread_create(&t, NULL, probe_thread, &p);
+	int r = pthread_create(&t, NULL, probe_thread, p);
 	if (r) {
-		result = -r;
 		snprintf(note, notelen, "VMCALL probe: no thread: %s", strerror(r));
-		goto out;
+		return -r;
 	}
 	struct timespec start, now;
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	bool timed_out = false;
+	*timed_out = false;
 	for (;;) {
-		if (atomic_load(&p.done))
+		if (atomic_load(&p->done))
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		long ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
 		if (ms >= (long)timeout_ms) {
-			timed_out = true;
+			*timed_out = true;
 			pthread_kill(t, VCPU_KICK_SIGNAL); /* ends KVM_RUN with EINTR; repeated until it does */
 		}
 		struct timespec pause = { 0, 1000000 };
 		nanosleep(&pause, NULL);
 	}
 	pthread_join(t, NULL);
-	if (!timed_out && !p.rc && p.exit_reason == KVM_EXIT_HLT && p.rax == 0) {
-		result = 1;
+	return 0;
+}
+
+/* 1 when the VMCALL returned to the guest with rax 0 and it halted; else 0, with why. */
+static int judge(const struct probe *p, bool timed_out, unsigned timeout_ms, char *note,
+		 size_t notelen)
+{
+	if (!timed_out && !p->rc && p->exit_reason == KVM_EXIT_HLT && p->rax == 0) {
 		snprintf(note, notelen, "VMCALL at CPL0 completes here (KVM_HC_VAPIC_POLL_IRQ returned 0)");
-	} else if (timed_out || p.rc == EINTR) {
-		result = 0;
-		snprintf(note, notelen, "VMCALL at CPL0 did not complete within %u ms on this host", timeout_ms);
-	} else {
-		result = 0;
-		snprintf(note, notelen, "VMCALL at CPL0 misbehaves here (KVM_RUN %s, exit %u, rax 0x%llx)",
-			 p.rc ? strerror(p.rc) : "ok", p.exit_reason, (unsigned long long)p.rax);
+		return 1;
 	}
-out:
-	if (run != MAP_FAILED)
-		munmap(run, (size_t)run_size);
-	if (vcpu >= 0)
-		close(vcpu);
-	if (mem != MAP_FAILED)
-		munmap(mem, PROBE_MEM);
-	if (vm >= 0)
-		close(vm);
+	if (timed_out || p->rc == EINTR)
+		snprintf(note, notelen, "VMCALL at CPL0 did not complete within %u ms on this host", timeout_ms);
+	else
+		snprintf(note, notelen, "VMCALL at CPL0 misbehaves here (KVM_RUN %s, exit %u, rax 0x%llx)",
+			 p->rc ? strerror(p->rc) : "ok", p->exit_reason, (unsigned long long)p->rax);
+	return 0;
+}
+
+static int probe_once(int kvm_fd, unsigned timeout_ms, char *note, size_t notelen)
+{
+	struct scratch s;
+	int result = scratch_open(kvm_fd, &s, note, notelen);
+	if (!result) {
+		struct probe p = { .vcpu_fd = s.vcpu, .run = s.run };
+		bool timed_out;
+		result = run_with_timeout(&p, timeout_ms, &timed_out, note, notelen);
+		if (!result)
+			result = judge(&p, timed_out, timeout_ms, note, notelen);
+	}
+	scratch_close(&s);
 	return result;
 }
 
