@@ -47,13 +47,27 @@ static void directed_fini(struct sched_core *c)
 	c->pstate = NULL;
 }
 
+/*
+ * Both policies take the guest's named target when it is a runnable vCPU of
+ * the spinner's VM and otherwise pick as directed; they differ only in a
+ * named target that runs already: `holder` keeps spinning for it
+ * (wait_if_running), `directed` picks another.
+ */
+static int named_or_directed(struct sched_core *c, int v, int target, bool wait_if_running)
+{
+	if (target >= 0 && c->v[target].vm == c->v[v].vm) {
+		if (c->v[target].state == SCHED_ST_RUNNABLE)
+			return target;
+		if (wait_if_running && c->v[target].state == SCHED_ST_RUNNING)
+			return -1;
+	}
+	return sched_directed_candidate(c, v, c->pstate);
+}
+
 static int directed_on_spin(struct sched_core *c, int v, int target, uint64_t now)
 {
 	(void)now;
-	if (target >= 0 && c->v[target].state == SCHED_ST_RUNNABLE &&
-	    c->v[target].vm == c->v[v].vm)
-		return target;
-	return sched_directed_candidate(c, v, c->pstate);
+	return named_or_directed(c, v, target, false);
 }
 
 const struct sched_policy sched_policy_directed = {
@@ -70,13 +84,7 @@ const struct sched_policy sched_policy_directed = {
 static int holder_on_spin(struct sched_core *c, int v, int target, uint64_t now)
 {
 	(void)now;
-	if (target >= 0 && c->v[target].vm == c->v[v].vm) {
-		if (c->v[target].state == SCHED_ST_RUNNABLE)
-			return target;
-		if (c->v[target].state == SCHED_ST_RUNNING)
-			return -1;
-	}
-	return sched_directed_candidate(c, v, c->pstate);
+	return named_or_directed(c, v, target, true);
 }
 
 const struct sched_policy sched_policy_holder = {
