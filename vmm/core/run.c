@@ -423,6 +423,88 @@ static void console_start(struct loop_ctx *c)
 	c->console_on = evloop_poll(&c->loop, &c->stdin_ev, STDIN_FILENO) == 0;
 }
 
+/* The loop's own events: vCPU wake-ups, the scheduler's, and SIGINT/SIGTERM. */
+static void arm_loop_events(struct loop_ctx *c)
+{
+	struct run *r = c->r;
+	c->wake_ev = (struct ev){ .cb = on_wake, .arg = c };
+	c->timeout_ev = (struct ev){ .cb = on_timeout, .arg = c };
+	c->signal_ev = (struct ev){ .cb = on_signal, .arg = c };
+	c->sched_wake_ev = (struct ev){ .cb = on_sched_wake, .arg = c };
+	c->tick_ev = (struct ev){ .cb = on_tick, .arg = c };
+	evloop_read(&c->loop, &c->wake_ev, r->ctl.wake_fd, &c->wake_buf, sizeof(c->wake_buf));
+	evloop_read(&c->loop, &c->sched_wake_ev, sched_wake_fd(r->sched), &c->sched_wake_buf,
+		    sizeof(c->sched_wake_buf));
+	if (c->sig_fd >= 0)
+		evloop_read(&c->loop, &c->signal_ev, c->sig_fd, &c->sig_buf, sizeof(c->sig_buf));
+}
+
+/*
+ * The devices' fds (virtio-blk completions and the like); pollers[] is the
+ * caller's, as it must live until the loop ends.
+ */
+static void arm_pollers(struct loop_ctx *c, struct poller_ev *pollers, unsigned max)
+{
+	struct run *r = c->r;
+	unsigned npollers = 0;
+	for (unsigned k = 0; k < r->nvms; k++)
+		for (unsigned i = 0; i < r->vms[k].npollers && npollers < max; i++) {
+			struct poller_ev *pe = &pollers[npollers++];
+			*pe = (struct poller_ev){ .ev = { .cb = on_poller, .arg = pe }, .loop = &c->loop,
+						  .p = &r->vms[k].pollers[i], .r = r };
+			evloop_poll(&c->loop, &pe->ev, pe->p->fd);
+		}
+}
+
+/* vCPU threads, the tick, and for Linux guests the console and PLE sources. */
+static void start_guests(struct loop_ctx *c)
+{
+	struct run *r = c->r;
+	if (start_vcpus(r))
+		return;
+	arm_tick(c);
+	console_start(c); /* Linux guests */
+	char why[200];
+	if (r->ple_on && ple_sources_start(r, &c->loop, why, sizeof(why)) < 0) {
+		fprintf(stderr, "vmm: --spin-detect ple: %s; pause-loop detection is off\n", why);
+		snprintf(r->ple_note, sizeof(r->ple_note), "%s", why);
+	}
+}
+
+/* Until a stop is requested; a broken loop stops the guests instead of hanging them. */
+static void run_loop(struct loop_ctx *c)
+{
+	struct run *r = c->r;
+	while (!c->done) {
+		int rc = evloop_run_once(&c->loop);
+		if (rc < 0) {
+			fprintf(stderr, "vmm: event loop: %s\n", strerror(-rc));
+			run_request_stop(&r->ctl, VM_STOP_FAULT, -1, -1, 0);
+			sched_stop(r->sched);
+			kick_all(r);
+			break;
+		}
+	}
+}
+
+/* Every vCPU thread has ended before the clock stops and the loop goes. */
+static void finish_run(struct loop_ctx *c)
+{
+	struct run *r = c->r;
+	for (unsigned k = 0; k < r->nvms; k++) {
+		for (unsigned i = 0; i < r->cfg->ncpus; i++)
+			vcpu_join(&r->vms[k].vcpus[i]);
+	}
+	r->end_ns = monotonic_ns();
+	for (unsigned k = 0; k < r->nvms; k++)
+		r->vms[k].end_ns = r->end_ns;
+	console_raw_leave(); /* Linux guests: the terminal as it was */
+	evloop_fini(&c->loop);
+	ple_sources_stop(r);
+	if (c->sig_fd >= 0)
+		close(c->sig_fd);
+}
+
 int run_execute(struct run *r)
 {
 	struct loop_ctx c = { .r = r, .sig_fd = -1 };
@@ -443,16 +525,7 @@ int run_execute(struct run *r)
 		fprintf(stderr, "vmm: io_uring: %s\n", strerror(-rc));
 		return VMM_EXIT_HOST_ERROR;
 	}
-	c.wake_ev = (struct ev){ .cb = on_wake, .arg = &c };
-	c.timeout_ev = (struct ev){ .cb = on_timeout, .arg = &c };
-	c.signal_ev = (struct ev){ .cb = on_signal, .arg = &c };
-	c.sched_wake_ev = (struct ev){ .cb = on_sched_wake, .arg = &c };
-	c.tick_ev = (struct ev){ .cb = on_tick, .arg = &c };
-	evloop_read(&c.loop, &c.wake_ev, r->ctl.wake_fd, &c.wake_buf, sizeof(c.wake_buf));
-	evloop_read(&c.loop, &c.sched_wake_ev, sched_wake_fd(r->sched), &c.sched_wake_buf,
-		    sizeof(c.sched_wake_buf));
-	if (c.sig_fd >= 0)
-		evloop_read(&c.loop, &c.signal_ev, c.sig_fd, &c.sig_buf, sizeof(c.sig_buf));
+	arm_loop_events(&c);
 
 	r->start_ns = monotonic_ns();
 	for (unsigned k = 0; k < r->nvms; k++)
@@ -460,50 +533,15 @@ int run_execute(struct run *r)
 	if (r->cfg->timeout_ms)
 		evloop_timeout_at(&c.loop, &c.timeout_ev, r->start_ns + r->cfg->timeout_ms * 1000000ull);
 	struct poller_ev pollers[VM_MAX_POLLERS * 4];
-	unsigned npollers = 0;
-	for (unsigned k = 0; k < r->nvms; k++)
-		for (unsigned i = 0; i < r->vms[k].npollers && npollers < sizeof(pollers) / sizeof(pollers[0]); i++) {
-			struct poller_ev *pe = &pollers[npollers++];
-			*pe = (struct poller_ev){ .ev = { .cb = on_poller, .arg = pe }, .loop = &c.loop,
-						  .p = &r->vms[k].pollers[i], .r = r };
-			evloop_poll(&c.loop, &pe->ev, pe->p->fd);
-		}
-	if (start_vcpus(r) == 0) {
-		arm_tick(&c);
-		console_start(&c); /* Linux guests */
-		char why[200];
-		if (r->ple_on && ple_sources_start(r, &c.loop, why, sizeof(why)) < 0) {
-			fprintf(stderr, "vmm: --spin-detect ple: %s; pause-loop detection is off\n", why);
-			snprintf(r->ple_note, sizeof(r->ple_note), "%s", why);
-		}
-	}
+	arm_pollers(&c, pollers, sizeof(pollers) / sizeof(pollers[0]));
+	start_guests(&c);
 	/* seccomp: from here on the main thread makes only the calls its filter allows */
 	if (sandbox_loop(r, &c)) {
 		host_error = true;
 		run_request_stop(&r->ctl, VM_STOP_FAULT, -1, -1, 0);
 	}
-	while (!c.done) {
-		rc = evloop_run_once(&c.loop);
-		if (rc < 0) {
-			fprintf(stderr, "vmm: event loop: %s\n", strerror(-rc));
-			run_request_stop(&r->ctl, VM_STOP_FAULT, -1, -1, 0);
-			sched_stop(r->sched);
-			kick_all(r);
-			break;
-		}
-	}
-	for (unsigned k = 0; k < r->nvms; k++) {
-		for (unsigned i = 0; i < r->cfg->ncpus; i++)
-			vcpu_join(&r->vms[k].vcpus[i]);
-	}
-	r->end_ns = monotonic_ns();
-	for (unsigned k = 0; k < r->nvms; k++)
-		r->vms[k].end_ns = r->end_ns;
-	console_raw_leave(); /* Linux guests: the terminal as it was */
-	evloop_fini(&c.loop);
-	ple_sources_stop(r);
-	if (c.sig_fd >= 0)
-		close(c.sig_fd);
+	run_loop(&c);
+	finish_run(&c);
 	pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
 	return host_error ? VMM_EXIT_HOST_ERROR : outcome(r);
 }
