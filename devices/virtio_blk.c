@@ -114,6 +114,58 @@ static bool in_range(const struct virtio_blk_pci *b, uint64_t sector, uint64_t b
 }
 
 /* Returns true when an I/O was queued on the backend. */
+/* GET_ID is answered at once: the serial, cut to what the driver's buffers hold. */
+static void get_id(struct virtio_blk_pci *b, const struct vq_chain *c, uint64_t wlen,
+		   uint8_t *status)
+{
+	const struct vq_buf *v = b->scratch;
+	uint8_t id[VIRTIO_BLK_ID_BYTES];
+	memcpy(id, b->id, sizeof(id));
+	size_t n = wlen < sizeof(id) ? wlen : sizeof(id);
+	struct iovec iov[VIRTIO_BLK_QUEUE_SIZE];
+	unsigned k = make_iov(v, c->nread, c->n, 0, n, iov);
+	const uint8_t *src = id;
+	for (unsigned i = 0; i < k; i++) {
+		memcpy(iov[i].iov_base, src, iov[i].iov_len);
+		src += iov[i].iov_len;
+	}
+	finish(b, c->head, status, VIRTIO_BLK_S_OK, (uint32_t)n + 1);
+}
+
+/*
+ * Hands a checked request to the backend; io_done completes it later. True
+ * when it is in flight, false when it was completed here with an error.
+ */
+static bool submit(struct virtio_blk_pci *b, const struct vq_chain *c, enum blk_op op,
+		   uint64_t sector, uint64_t bytes, uint8_t *status)
+{
+	const struct vq_buf *v = b->scratch;
+	struct blk_req *r = malloc(sizeof(*r) + sizeof(struct iovec) * c->n);
+	if (!r) {
+		finish(b, c->head, status, VIRTIO_BLK_S_IOERR, 1);
+		return false;
+	}
+	unsigned niov = 0;
+	if (op == BLK_OP_READ)
+		niov = make_iov(v, c->nread, c->n, 0, bytes, r->iov);
+	else if (op == BLK_OP_WRITE)
+		niov = make_iov(v, 0, c->nread, sizeof(struct virtio_blk_req_hdr), bytes, r->iov);
+	*r = (struct blk_req){
+		.io = { .op = op, .iov = r->iov, .niov = niov, .offset = sector * SECTOR,
+			.dsync = op == BLK_OP_WRITE && !(b->vp.drv_features & (1ull << VIRTIO_BLK_F_FLUSH)),
+			.done = io_done },
+		.blk = b, .generation = b->generation, .head = c->head, .status = status,
+		.used_len = (uint32_t)((op == BLK_OP_READ ? bytes : 0) + 1),
+	};
+	if (blk_backend_queue(&b->be, &r->io)) {
+		free(r);
+		finish(b, c->head, status, VIRTIO_BLK_S_IOERR, 1);
+		return false;
+	}
+	b->in_flight++;
+	return true;
+}
+
 static bool handle(struct virtio_blk_pci *b, const struct vq_chain *c)
 {
 	const struct vq_buf *v = b->scratch;
@@ -147,20 +199,9 @@ static bool handle(struct virtio_blk_pci *b, const struct vq_chain *c)
 	case VIRTIO_BLK_T_IN: op = BLK_OP_READ; bytes = wlen; break;
 	case VIRTIO_BLK_T_OUT: op = BLK_OP_WRITE; bytes = rlen - sizeof(h); break;
 	case VIRTIO_BLK_T_FLUSH: op = BLK_OP_FLUSH; break;
-	case VIRTIO_BLK_T_GET_ID: {
-		uint8_t id[VIRTIO_BLK_ID_BYTES];
-		memcpy(id, b->id, sizeof(id));
-		size_t n = wlen < sizeof(id) ? wlen : sizeof(id);
-		struct iovec iov[VIRTIO_BLK_QUEUE_SIZE];
-		unsigned k = make_iov(v, c->nread, c->n, 0, n, iov);
-		const uint8_t *src = id;
-		for (unsigned i = 0; i < k; i++) {
-			memcpy(iov[i].iov_base, src, iov[i].iov_len);
-			src += iov[i].iov_len;
-		}
-		finish(b, c->head, status, VIRTIO_BLK_S_OK, (uint32_t)n + 1);
+	case VIRTIO_BLK_T_GET_ID:
+		get_id(b, c, wlen, status);
 		return false;
-	}
 	default:
 		finish(b, c->head, status, VIRTIO_BLK_S_UNSUPP, 1);
 		return false;
@@ -173,30 +214,7 @@ static bool handle(struct virtio_blk_pci *b, const struct vq_chain *c)
 		finish(b, c->head, status, VIRTIO_BLK_S_OK, 1);
 		return false;
 	}
-	struct blk_req *r = malloc(sizeof(*r) + sizeof(struct iovec) * c->n);
-	if (!r) {
-		finish(b, c->head, status, VIRTIO_BLK_S_IOERR, 1);
-		return false;
-	}
-	unsigned niov = 0;
-	if (op == BLK_OP_READ)
-		niov = make_iov(v, c->nread, c->n, 0, bytes, r->iov);
-	else if (op == BLK_OP_WRITE)
-		niov = make_iov(v, 0, c->nread, sizeof(h), bytes, r->iov);
-	*r = (struct blk_req){
-		.io = { .op = op, .iov = r->iov, .niov = niov, .offset = h.sector * SECTOR,
-			.dsync = op == BLK_OP_WRITE && !(b->vp.drv_features & (1ull << VIRTIO_BLK_F_FLUSH)),
-			.done = io_done },
-		.blk = b, .generation = b->generation, .head = c->head, .status = status,
-		.used_len = (uint32_t)((op == BLK_OP_READ ? bytes : 0) + 1),
-	};
-	if (blk_backend_queue(&b->be, &r->io)) {
-		free(r);
-		finish(b, c->head, status, VIRTIO_BLK_S_IOERR, 1);
-		return false;
-	}
-	b->in_flight++;
-	return true;
+	return submit(b, c, op, h.sector, bytes, status);
 }
 
 /* Pops and starts requests while the backend has room (one slot per queue entry). */
