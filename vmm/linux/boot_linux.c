@@ -52,9 +52,9 @@
 /* every refusal here is a bad image or request: -EINVAL */
 #define bad(why, whylen, ...) errmsg(why, whylen, -EINVAL, __VA_ARGS__)
 
-int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why, size_t whylen)
+/* The boot sector and setup header: is this a bzImage, and of a protocol we boot? */
+static int bz_check_header(const uint8_t *img, size_t len, struct bzimage *bz, char *why, size_t whylen)
 {
-	memset(bz, 0, sizeof(*bz));
 	if (len < 1024)
 		return bad(why, whylen, "not a bzImage: %zu bytes is too short for a boot sector and setup header", len);
 	if (get_le16(img + OFF_BOOT_FLAG) != 0xaa55)
@@ -72,7 +72,12 @@ int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why,
 	if (bz->hdr_end < HDR_MIN_END_2_12 || bz->hdr_end > HDR_MAX_END)
 		return bad(why, whylen, "setup header: its length (ends at 0x%x) does not fit protocol 2.12+ (0x%x..0x%x)",
 			   bz->hdr_end, HDR_MIN_END_2_12, HDR_MAX_END);
+	return 0;
+}
 
+/* Setup code and kernel both within the file, as setup_sects and syssize say. */
+static int bz_check_sizes(const uint8_t *img, size_t len, struct bzimage *bz, char *why, size_t whylen)
+{
 	unsigned sects = img[OFF_SETUP_SECTS] ? img[OFF_SETUP_SECTS] : 4;
 	bz->setup_size = (sects + 1) * 512u;
 	if (bz->setup_size > len || bz->setup_size < bz->hdr_end)
@@ -85,7 +90,12 @@ int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why,
 	if (bz->kernel_size > len - bz->setup_size)
 		return bad(why, whylen, "truncated: syssize says %u bytes of kernel after setup, the file has %zu",
 			   bz->kernel_size, len - bz->setup_size);
+	return 0;
+}
 
+/* Where it may be loaded: above 1 MiB, with a 64-bit entry, aligned as it asks. */
+static int bz_check_placement(const uint8_t *img, struct bzimage *bz, char *why, size_t whylen)
+{
 	bz->loadflags = img[OFF_LOADFLAGS];
 	if (!(bz->loadflags & LOADED_HIGH))
 		return bad(why, whylen, "loadflags 0x%02x: not a bzImage (LOADED_HIGH clear: a zImage for 0x10000)",
@@ -109,6 +119,12 @@ int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why,
 	    (bz->pref_address & 0xfff))
 		return bad(why, whylen, "pref_address 0x%llx is not a page-aligned address from 1 MiB to 4 GiB",
 			   (unsigned long long)bz->pref_address);
+	return 0;
+}
+
+/* The limits the loader must respect: memory to reserve, command line, initrd. */
+static int bz_check_limits(const uint8_t *img, struct bzimage *bz, char *why, size_t whylen)
+{
 	bz->init_size = get_le32(img + OFF_INIT_SIZE);
 	if (bz->init_size < bz->kernel_size)
 		return bad(why, whylen, "init_size 0x%x is smaller than the kernel itself (0x%x bytes)",
@@ -123,7 +139,12 @@ int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why,
 	if (plen && ((uint64_t)poff + plen > bz->kernel_size))
 		return bad(why, whylen, "payload (0x%x bytes at 0x%x) lies outside the 0x%x-byte kernel", plen, poff,
 			   bz->kernel_size);
+	return 0;
+}
 
+/* The printable version string, if any; informational only, so never an error. */
+static void bz_read_version(const uint8_t *img, struct bzimage *bz)
+{
 	uint16_t kv = get_le16(img + OFF_KERNEL_VERSION);
 	if (kv && (size_t)kv + 0x200 < bz->setup_size) {
 		size_t at = (size_t)kv + 0x200, n = 0;
@@ -133,6 +154,21 @@ int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why,
 		memcpy(bz->kernel_version, img + at, n);
 		bz->kernel_version[n] = '\0';
 	}
+}
+
+int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, char *why, size_t whylen)
+{
+	memset(bz, 0, sizeof(*bz));
+	int r = bz_check_header(img, len, bz, why, whylen);
+	if (!r)
+		r = bz_check_sizes(img, len, bz, why, whylen);
+	if (!r)
+		r = bz_check_placement(img, bz, why, whylen);
+	if (!r)
+		r = bz_check_limits(img, bz, why, whylen);
+	if (r)
+		return r;
+	bz_read_version(img, bz);
 	return 0;
 }
 
