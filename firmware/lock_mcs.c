@@ -13,21 +13,15 @@ static void mcs_lock_init(union fw_lock *l, const struct fw_lock_params *p)
 	mcs_init(l);
 }
 
+static void mcs_spun_out(struct mcs_node *node, struct fw_cpu *self)
+{
+	(void)node;
+	fw_spin_exit(self);
+}
+
 static void mcs_lock(union fw_lock *l, struct fw_cpu *self)
 {
-	struct mcs_lock *m = (struct mcs_lock *)l;
-	struct mcs_node *node = &nodes[self->idx];
-	struct mcs_node *pred = mcs_enqueue(m, node);
-	struct fw_spin s;
-
-	if (pred && __atomic_load_n(&node->locked, __ATOMIC_ACQUIRE)) {
-		fw_spin_start(self, &s, (int32_t)(pred - nodes));
-		while (__atomic_load_n(&node->locked, __ATOMIC_ACQUIRE))
-			if (fw_spin_pause(self, &s))
-				fw_spin_exit(self);
-		fw_spin_stop(self);
-	}
-	__atomic_store_n(&m->holder, (int32_t)self->idx, __ATOMIC_RELAXED);
+	mcs_acquire(l, nodes, self, mcs_spun_out);
 }
 
 static void mcs_unlock(union fw_lock *l, struct fw_cpu *self)

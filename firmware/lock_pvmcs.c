@@ -35,26 +35,17 @@ static void pvmcs_sleep(struct mcs_node *node, struct fw_cpu *self)
 	__atomic_store_n(&node->halted, 0, __ATOMIC_RELAXED);
 }
 
+static void pvmcs_spun_out(struct mcs_node *node, struct fw_cpu *self)
+{
+	if (self->pv & VMM_PV_WAIT_KICK)
+		pvmcs_sleep(node, self);
+	else
+		fw_spin_exit(self);
+}
+
 static void pvmcs_lock(union fw_lock *l, struct fw_cpu *self)
 {
-	struct mcs_lock *m = (struct mcs_lock *)l;
-	struct mcs_node *node = &nodes[self->idx];
-	struct mcs_node *pred = mcs_enqueue(m, node);
-	struct fw_spin s;
-
-	if (pred && __atomic_load_n(&node->locked, __ATOMIC_ACQUIRE)) {
-		fw_spin_start(self, &s, (int32_t)(pred - nodes));
-		while (__atomic_load_n(&node->locked, __ATOMIC_ACQUIRE)) {
-			if (!fw_spin_pause(self, &s))
-				continue;
-			if (self->pv & VMM_PV_WAIT_KICK)
-				pvmcs_sleep(node, self);
-			else
-				fw_spin_exit(self);
-		}
-		fw_spin_stop(self);
-	}
-	__atomic_store_n(&m->holder, (int32_t)self->idx, __ATOMIC_RELAXED);
+	mcs_acquire(l, nodes, self, pvmcs_spun_out);
 }
 
 static void pvmcs_unlock(union fw_lock *l, struct fw_cpu *self)

@@ -73,4 +73,30 @@ static inline struct mcs_node *mcs_successor(struct mcs_lock *m, struct mcs_node
 	return next;
 }
 
+/*
+ * The lock side both MCS kinds share: queue, spin on our own node until the
+ * predecessor hands over, then record the holder. Only what a waiter does
+ * when its spin budget runs out differs (the SPIN exit, or pvmcs's WAIT),
+ * so that is spun_out; always inlined with a constant spun_out, each lock
+ * keeps its own straight-line hot loop with no indirect call.
+ */
+static inline __attribute__((always_inline)) void
+mcs_acquire(union fw_lock *l, struct mcs_node *nodes, struct fw_cpu *self,
+	    void (*spun_out)(struct mcs_node *node, struct fw_cpu *self))
+{
+	struct mcs_lock *m = (struct mcs_lock *)l;
+	struct mcs_node *node = &nodes[self->idx];
+	struct mcs_node *pred = mcs_enqueue(m, node);
+	struct fw_spin s;
+
+	if (pred && __atomic_load_n(&node->locked, __ATOMIC_ACQUIRE)) {
+		fw_spin_start(self, &s, (int32_t)(pred - nodes));
+		while (__atomic_load_n(&node->locked, __ATOMIC_ACQUIRE))
+			if (fw_spin_pause(self, &s))
+				spun_out(node, self);
+		fw_spin_stop(self);
+	}
+	__atomic_store_n(&m->holder, (int32_t)self->idx, __ATOMIC_RELAXED);
+}
+
 #endif
