@@ -19,6 +19,7 @@
  */
 #include "firmware/fw.h"
 #include "firmware/lock.h"
+#include "firmware/ticket.h"
 
 struct pvticket_lock {
 	uint32_t next;  /* next ticket to hand out */
@@ -82,36 +83,30 @@ static bool pvticket_sleep(struct pvticket_lock *t, struct fw_cpu *self, uint32_
 	return in;
 }
 
+static int32_t pvticket_holder(void *ctx, uint32_t owner)
+{
+	(void)owner;
+	return __atomic_load_n(&((struct pvticket_lock *)ctx)->holder, __ATOMIC_RELAXED);
+}
+
+/* Spin budget out: sleep in WAIT until our turn, or the SPIN exit without it. */
+static bool pvticket_spun_out(void *ctx, struct fw_cpu *self, uint32_t me, uint32_t seen)
+{
+	if (!(self->pv & VMM_PV_WAIT_KICK)) {
+		fw_spin_exit(self);
+		return false;
+	}
+	return pvticket_sleep(ctx, self, me, seen);
+}
+
 static void pvticket_lock(union fw_lock *l, struct fw_cpu *self)
 {
 	struct pvticket_lock *t = (struct pvticket_lock *)l;
 	/* Acquire: orders our slot use after the unlock that freed it. */
 	uint32_t me = __atomic_fetch_add(&t->next, 1, __ATOMIC_ACQUIRE);
 	uint32_t seen = __atomic_load_n(&t->owner, __ATOMIC_ACQUIRE);
-	struct fw_spin s;
 
-	if (seen != me) {
-		fw_spin_start(self, &s, __atomic_load_n(&t->holder, __ATOMIC_RELAXED));
-		for (;;) {
-			uint32_t now = __atomic_load_n(&t->owner, __ATOMIC_ACQUIRE);
-
-			if (now == me)
-				break;
-			if (now != seen) {
-				seen = now;
-				fw_spin_progress(self, &s);
-				fw_spin_waiting_for(self, __atomic_load_n(&t->holder, __ATOMIC_RELAXED));
-			}
-			if (!fw_spin_pause(self, &s))
-				continue;
-			fw_spin_waiting_for(self, __atomic_load_n(&t->holder, __ATOMIC_RELAXED));
-			if (!(self->pv & VMM_PV_WAIT_KICK))
-				fw_spin_exit(self);
-			else if (pvticket_sleep(t, self, me, seen))
-				break;
-		}
-		fw_spin_stop(self);
-	}
+	ticket_wait(self, t, &t->owner, me, seen, pvticket_holder, pvticket_spun_out);
 	__atomic_store_n(&t->holder, (int32_t)self->idx, __ATOMIC_RELAXED);
 }
 

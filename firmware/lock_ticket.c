@@ -4,6 +4,7 @@
  */
 #include "firmware/fw.h"
 #include "firmware/lock.h"
+#include "firmware/ticket.h"
 
 struct ticket_lock {
 	uint32_t next;  /* next ticket to hand out */
@@ -40,34 +41,28 @@ static void ticket_init(union fw_lock *l, const struct fw_lock_params *p)
 	__atomic_store_n(&t->owner, 0, __ATOMIC_RELEASE);
 }
 
+static int32_t ticket_holder(void *ctx, uint32_t owner)
+{
+	(void)ctx;
+	return up_now(owner);
+}
+
+/* Spin budget out: the SPIN exit (where served), then spin on. */
+static bool ticket_spun_out(void *ctx, struct fw_cpu *self, uint32_t me, uint32_t seen)
+{
+	(void)ctx, (void)me, (void)seen;
+	fw_spin_exit(self);
+	return false;
+}
+
 static void ticket_lock(union fw_lock *l, struct fw_cpu *self)
 {
 	struct ticket_lock *t = (struct ticket_lock *)l;
 	uint32_t me = __atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED);
 	uint32_t seen = __atomic_load_n(&t->owner, __ATOMIC_ACQUIRE);
-	struct fw_spin s;
 
 	__atomic_store_n(&ticket_taker[me % TAKER_SLOTS], (int32_t)self->idx, __ATOMIC_RELAXED);
-	if (seen != me) {
-		fw_spin_start(self, &s, up_now(seen));
-		for (;;) {
-			uint32_t now = __atomic_load_n(&t->owner, __ATOMIC_ACQUIRE);
-
-			if (now == me)
-				break;
-			if (now != seen) {
-				/* The queue moves: who holds it now? */
-				seen = now;
-				fw_spin_progress(self, &s);
-				fw_spin_waiting_for(self, up_now(now));
-			}
-			if (fw_spin_pause(self, &s)) {
-				fw_spin_waiting_for(self, up_now(now));
-				fw_spin_exit(self);
-			}
-		}
-		fw_spin_stop(self);
-	}
+	ticket_wait(self, t, &t->owner, me, seen, ticket_holder, ticket_spun_out);
 	__atomic_store_n(&t->holder, (int32_t)self->idx, __ATOMIC_RELAXED);
 }
 
