@@ -19,11 +19,11 @@ FW_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -I. -MMD -MP \
 FW_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,$(FW_LDS) -Wl,--build-id=none \
 	-Wl,-z,noexecstack -Wl,-z,max-page-size=4096
 
-$(BUILD)/firmware/%.c.o: firmware/%.c
+$(BUILD)/firmware/%.c.o: firmware/%.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(FW_CFLAGS) -c -o $@ $<
 
-$(BUILD)/firmware/%.S.o: firmware/%.S
+$(BUILD)/firmware/%.S.o: firmware/%.S | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(FW_CFLAGS) -c -o $@ $<
 

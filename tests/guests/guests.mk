@@ -47,11 +47,11 @@ TG_S_OBJS := $(TG_OUT)/abi_entry.o $(TG_OUT)/exit_port_guest.o \
 	$(TG_OUT)/fault_guest.o $(TG_OUT)/spin_guest.o $(TG_OUT)/deadlock_guest.o $(TG_OUT)/steal_guest.o \
 	$(TG_OUT)/trap_guest.o
 
-$(TG_C_OBJS): $(TG_OUT)/%.o: $(TG_SRC)/%.c $(TG_SRC)/guests.mk
+$(TG_C_OBJS): $(TG_OUT)/%.o: $(TG_SRC)/%.c $(TG_SRC)/guests.mk | deps
 	@mkdir -p $(dir $@)
 	$(TG_CC) $(TG_CFLAGS) -c -o $@ $<
 
-$(TG_S_OBJS): $(TG_OUT)/%.o: $(TG_SRC)/%.S $(TG_SRC)/guests.mk
+$(TG_S_OBJS): $(TG_OUT)/%.o: $(TG_SRC)/%.S $(TG_SRC)/guests.mk | deps
 	@mkdir -p $(dir $@)
 	$(TG_CC) $(TG_ASFLAGS) -c -o $@ $<
 
