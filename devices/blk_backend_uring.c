@@ -76,7 +76,7 @@ static int prep(struct blk_backend *b, struct blk_io *io)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
 	if (!sqe) {
-		io_uring_submit(&b->ring);
+		blk_backend_submit(b);
 		sqe = io_uring_get_sqe(&b->ring);
 		if (!sqe)
 			return -EBUSY;
@@ -109,10 +109,45 @@ int blk_backend_queue(struct blk_backend *b, struct blk_io *io)
 	return 0;
 }
 
+/*
+ * After io_uring_enter failed: the entries the kernel never consumed are
+ * taken off the ring (without SQPOLL the kernel reads the tail only inside
+ * io_uring_enter, so moving it back is safe) and their I/O ends with err.
+ * Left there, they would run at some later enter, after the guest was told.
+ */
+static void take_back(struct blk_backend *b, int err)
+{
+	struct io_uring_sq *sq = &b->ring.sq;
+	unsigned head = io_uring_smp_load_acquire(sq->khead), tail = *sq->ktail;
+	*sq->ktail = head;
+	sq->sqe_head = sq->sqe_tail = head;
+	for (unsigned i = head; i != tail; i++) {
+		struct io_uring_sqe *sqe = &sq->sqes[sq->array[i & sq->ring_mask]];
+		struct blk_io *io = (struct blk_io *)(uintptr_t)sqe->user_data;
+		if (!io)
+			continue; /* a cancel */
+		b->inflight--;
+		b->errors++;
+		io->done(io, err);
+	}
+}
+
 int blk_backend_submit(struct blk_backend *b)
 {
-	int r = io_uring_submit(&b->ring);
-	return r < 0 ? r : 0;
+	while (io_uring_sq_ready(&b->ring)) {
+		int r = io_uring_submit(&b->ring);
+		if (r > 0 || r == -EINTR)
+			continue;
+		/* Completions wait to be reaped (CQ overflow): the reap submits the rest. */
+		if (r == -EBUSY)
+			return 0;
+		if (r == 0)
+			r = -EAGAIN;
+		b->submit_errors++;
+		take_back(b, r);
+		return r;
+	}
+	return 0;
 }
 
 int blk_backend_event_fd(const struct blk_backend *b)
@@ -145,6 +180,8 @@ static void advance(struct blk_io *io, size_t n)
 static void complete(struct blk_backend *b, struct blk_io *io, int res)
 {
 	b->inflight--;
+	if (b->draining && res >= 0 && (io->op == BLK_OP_FLUSH ? 0 : (size_t)res) != io->remaining)
+		res = -ECANCELED; /* a partial transfer is not sent round again while draining */
 	if (io->op != BLK_OP_FLUSH && res > 0 && (size_t)res < io->remaining) {
 		advance(io, (size_t)res);
 		if (prep(b, io) == 0) {
@@ -162,12 +199,10 @@ static void complete(struct blk_backend *b, struct blk_io *io, int res)
 	io->done(io, res);
 }
 
-unsigned blk_backend_reap(struct blk_backend *b)
+/* Runs the callbacks of the completions already posted; the eventfd is left alone. */
+static unsigned reap_cqes(struct blk_backend *b)
 {
-	uint64_t cnt;
 	unsigned done = 0;
-	while (read(b->efd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
-		;
 	for (;;) {
 		struct io_uring_cqe *cqe;
 		if (io_uring_peek_cqe(&b->ring, &cqe) != 0)
@@ -180,10 +215,50 @@ unsigned blk_backend_reap(struct blk_backend *b)
 			done++;
 		}
 	}
-	/* Resubmissions prepared by complete(). */
-	if (io_uring_sq_ready(&b->ring))
-		io_uring_submit(&b->ring);
 	return done;
+}
+
+unsigned blk_backend_reap(struct blk_backend *b)
+{
+	uint64_t cnt;
+	while (read(b->efd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
+		;
+	unsigned done = reap_cqes(b);
+	blk_backend_submit(b); /* resubmissions prepared by complete(); a failure ends them */
+	return done;
+}
+
+int blk_backend_cancel_all(struct blk_backend *b)
+{
+	if (!b->inflight)
+		return 0;
+	b->draining = true;
+	/*
+	 * One cancel for every request on the image's fd: a read that waits
+	 * (a pipe, a stalled network disk) ends with -ECANCELED; one a worker
+	 * has already started cannot be stopped and is waited for.
+	 */
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+	if (!sqe) {
+		io_uring_submit(&b->ring);
+		sqe = io_uring_get_sqe(&b->ring);
+	}
+	if (sqe) {
+		io_uring_prep_cancel_fd(sqe, b->fd, IORING_ASYNC_CANCEL_ALL);
+		io_uring_sqe_set_data(sqe, NULL);
+		b->cancels++;
+	}
+	int err = 0;
+	while (b->inflight) {
+		int r = io_uring_submit_and_wait(&b->ring, 1);
+		if (r < 0 && r != -EINTR && r != -EBUSY) {
+			err = r;
+			break;
+		}
+		reap_cqes(b);
+	}
+	b->draining = false;
+	return err;
 }
 
 void blk_backend_close(struct blk_backend *b)

@@ -36,7 +36,9 @@ struct blk_backend {
 	uint64_t size; /* bytes */
 	struct io_uring ring;
 	unsigned inflight;
-	uint64_t reads, writes, flushes, dsync_writes, errors, resubmits;
+	bool draining; /* blk_backend_cancel_all is waiting: no resubmission of partial transfers */
+	uint64_t reads, writes, flushes, dsync_writes, errors, resubmits, cancels;
+	uint64_t submit_errors; /* io_uring_enter refused: the I/O it carried ended with that error */
 };
 
 /* Opens path (a regular file or block device); err gets one line on failure. */
@@ -46,6 +48,12 @@ int blk_backend_open(struct blk_backend *b, const char *path, bool read_only, un
 void blk_backend_close(struct blk_backend *b);
 /* Prepares io; it starts at the next blk_backend_submit. -EROFS, -EBUSY. */
 int blk_backend_queue(struct blk_backend *b, struct blk_io *io);
+/*
+ * Starts what was queued. When io_uring_enter fails (other than EINTR, or
+ * EBUSY while completions wait to be reaped), the I/O it would have started
+ * is taken back and each callback runs at once with that -errno, which is
+ * returned; nothing of it starts later.
+ */
 int blk_backend_submit(struct blk_backend *b);
 /* Readable when completions wait; non-blocking; blk_backend_reap drains it. */
 int blk_backend_event_fd(const struct blk_backend *b);
@@ -53,5 +61,12 @@ int blk_backend_event_fd(const struct blk_backend *b);
 int blk_backend_uring_fd(const struct blk_backend *b);
 /* Runs the callbacks of all finished I/O without blocking; returns how many finished. */
 unsigned blk_backend_reap(struct blk_backend *b);
+/*
+ * Cancels everything in flight and blocks until every callback has run
+ * (-ECANCELED, or the real result of an I/O that could not be stopped). After
+ * it returns no I/O of this backend touches its buffers any more (a virtio
+ * reset needs that). 0, or the -errno of io_uring_enter with I/O still out.
+ */
+int blk_backend_cancel_all(struct blk_backend *b);
 
 #endif

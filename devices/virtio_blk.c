@@ -236,6 +236,7 @@ static void process_queue(struct virtio_blk_pci *b)
 		}
 		queued |= handle(b, &c);
 	}
+	/* A refused submission has already failed its requests with IOERR (io_done); counted in stats. */
 	if (queued)
 		blk_backend_submit(&b->be);
 	if (q->used_idx != used_before)
@@ -256,10 +257,18 @@ static void notify(void *dev, unsigned q)
 	process_queue(dev);
 }
 
+/*
+ * virtio 1.2 §2.4: once the driver reads status 0 again, the device writes
+ * none of its buffers. The status read takes vp.lock, held here, so it
+ * waits until every request in flight is cancelled or finished (dropped:
+ * an older generation); the driver may then reuse that memory at once.
+ */
 static void reset(void *dev)
 {
 	struct virtio_blk_pci *b = dev;
 	b->generation++;
+	if (blk_backend_cancel_all(&b->be) < 0)
+		b->st.reset_errors++;
 }
 
 static const struct virtio_dev_ops blk_ops = {
@@ -316,6 +325,9 @@ struct virtio_blk_stats virtio_blk_pci_stats(struct virtio_blk_pci *b)
 	s.writes = b->be.writes;
 	s.flushes = b->be.flushes;
 	s.dsync_writes = b->be.dsync_writes;
+	s.reset_cancels = b->be.cancels;
+	s.submit_errors = b->be.submit_errors;
+	s.backend_errors = b->be.errors;
 	s.interrupts = b->vp.interrupts;
 	s.needs_reset = b->vp.needs_reset_events;
 	s.in_flight = b->in_flight;

@@ -16,6 +16,12 @@
  * DEVICE_NEEDS_RESET is set only when the ring itself is unusable (rings
  * outside guest memory, or an available index more than a queue ahead).
  *
+ * A reset (status 0) cancels the I/O in flight and waits for what cannot be
+ * cancelled before it returns, so once the driver reads status 0 no request
+ * of before touches guest memory (virtio 1.2 §2.4). A submission io_uring
+ * refuses fails its requests with IOERR at once (counted, submit_errors),
+ * and none of them runs later.
+ *
  * Wiring, for the VMM (vm.c):
  *
  *     struct virtio_blk_pci *blk;
@@ -83,6 +89,10 @@ struct virtio_blk_stats {
 	uint64_t no_status;     /* returned with used length 0: no writable status byte */
 	uint64_t reads, writes, flushes, dsync_writes; /* backend operations */
 	uint64_t interrupts, needs_reset;
+	uint64_t reset_cancels; /* resets that had I/O in flight to cancel (blk_backend_cancel_all) */
+	uint64_t reset_errors;  /* resets whose wait failed (io_uring_enter): I/O may still be out */
+	uint64_t submit_errors; /* io_uring_enter refusals; their requests got IOERR */
+	uint64_t backend_errors; /* I/O the host failed (EIO, ENOSPC, EROFS, short file...): IOERR */
 	unsigned in_flight;
 };
 

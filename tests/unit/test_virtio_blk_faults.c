@@ -1,0 +1,232 @@
+/*
+ * virtio-blk when the host side goes wrong (issue 15), against the fake guest
+ * of virtio_test_driver.h and the real io_uring backend:
+ *  - a reset with a read in flight on a backend whose reads block (the
+ *    image's fd swapped for a pipe): after the reset no byte reaches the
+ *    guest's buffers, even once the read could finish;
+ *  - io_uring_enter refused (a seccomp filter on the kicking thread): the
+ *    request fails with IOERR at once, nothing is written later, and the
+ *    device works again afterwards;
+ *  - the image truncated, made read-only underneath (a loop device set
+ *    read-only), and on a full filesystem (a small tmpfs): that request gets
+ *    IOERR, the device keeps serving, and every acknowledged write is in the
+ *    file.
+ */
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/loop.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "virtio_test_driver.h"
+
+#define HDR_GPA 0xa000
+#define STATUS_GPA 0xc000
+#define DISK_SECTORS 2048 /* 1 MiB image */
+#define ALL_FEATURES (~0ull)
+
+static void make_image(const char *path, unsigned sectors)
+{
+	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	uint8_t *buf = malloc((size_t)sectors * 512);
+	for (unsigned s = 0; s < sectors; s++)
+		memset(buf + (size_t)s * 512, (int)(s & 0xff), 512); /* each sector filled with its number's low byte */
+	CHECK_EQ(pwrite(fd, buf, (size_t)sectors * 512, 0), (ssize_t)sectors * 512);
+	free(buf);
+	close(fd);
+}
+
+static int file_byte(const char *path, uint64_t off)
+{
+	uint8_t c;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : pread(fd, &c, 1, (off_t)off);
+	if (fd >= 0)
+		close(fd);
+	return n == 1 ? c : -1;
+}
+
+static int setup(struct vdrv *d, const char *path)
+{
+	char err[256];
+	vd_bus_init(d);
+	int r = virtio_blk_pci_create(&d->bus, path, false, &d->gm, 11, vd_irq, d, &d->blk, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "%s\n", err);
+		d->blk = NULL;
+		return r;
+	}
+	CHECK_EQ(vd_probe(d), 0);
+	CHECK_EQ(vd_start(d, ALL_FEATURES, 64), 0);
+	return 0;
+}
+
+/* Head 0: header, one data descriptor of len bytes at DATA_GPA, status. Kicks without waiting. */
+static void put_request(struct vdrv *d, uint32_t type, uint64_t sector, uint32_t len)
+{
+	struct virtio_blk_req_hdr h = { type, 0, sector };
+	memcpy(d->ram + HDR_GPA, &h, sizeof(h));
+	d->ram[STATUS_GPA] = 0xee;
+	uint16_t wr = type == VIRTIO_BLK_T_IN ? VIRTQ_DESC_F_WRITE : 0;
+	vd_set_desc(d, 0, HDR_GPA, sizeof(h), VIRTQ_DESC_F_NEXT, 1);
+	vd_set_desc(d, 1, DATA_GPA, len, VIRTQ_DESC_F_NEXT | wr, 2);
+	vd_set_desc(d, 2, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
+	vd_kick_head(d, 0);
+}
+
+/* One request to the end: its status byte (0xee when it never completed). */
+static uint8_t request(struct vdrv *d, uint32_t type, uint64_t sector, uint32_t len)
+{
+	put_request(d, type, sector, len);
+	if (vd_wait_all(d))
+		return 0xee;
+	CHECK_EQ(vd_next_used(d).id, 0);
+	return d->ram[STATUS_GPA];
+}
+
+/* The fd the device opened on path (found in /proc/self/fd). */
+static int open_fd_of(const char *path)
+{
+	char want[4096], link[64], got[4096];
+	if (!realpath(path, want))
+		return -1;
+	for (int fd = 3; fd < 1024; fd++) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, got, sizeof(got) - 1);
+		if (n <= 0)
+			continue;
+		got[n] = 0;
+		if (strcmp(got, want) == 0)
+			return fd;
+	}
+	return -1;
+}
+
+/* ---- reset: nothing in flight writes guest memory once status reads 0 ---- */
+
+static void test_reset_stops_reads(void)
+{
+	char path[] = "/tmp/vmm-test-blkf-XXXXXX";
+	close(mkstemp(path));
+	make_image(path, DISK_SECTORS);
+	struct vdrv d;
+	CHECK_EQ(setup(&d, path), 0);
+	/* A backend whose reads wait: the image's fd now reads from an empty pipe. */
+	int img = open_fd_of(path), p[2];
+	CHECK(img >= 0);
+	CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
+	CHECK(dup2(p[0], img) == img);
+
+	memset(d.ram + DATA_GPA, 0, 512);
+	put_request(&d, VIRTIO_BLK_T_IN, 5, 512);
+	CHECK_EQ(virtio_blk_pci_stats(d.blk).in_flight, 1);
+
+	cc_wr(&d, VIRTIO_PCI_COMMON_STATUS, 0, 1); /* reset */
+	CHECK_EQ(cc_rd(&d, VIRTIO_PCI_COMMON_STATUS, 1), 0);
+	struct virtio_blk_stats s = virtio_blk_pci_stats(d.blk);
+	CHECK_EQ(s.in_flight, 0);      /* cancelled before status read 0 */
+	CHECK_EQ(s.reset_cancels, 1);
+	CHECK_EQ(s.reset_errors, 0);
+
+	/* The driver reuses the buffer; then the data the read waited for arrives. */
+	memset(d.ram + DATA_GPA, 0x77, 512);
+	uint8_t junk[512];
+	memset(junk, 0xab, sizeof(junk));
+	CHECK_EQ(write(p[1], junk, sizeof(junk)), 512);
+	usleep(50000);
+	virtio_blk_pci_process_completions(d.blk);
+	unsigned changed = 0;
+	for (unsigned i = 0; i < 512; i++)
+		changed += d.ram[DATA_GPA + i] != 0x77;
+	CHECK_EQ(changed, 0);
+	CHECK_EQ(vd_used_idx(&d), 0);
+	int left = 0;
+	CHECK_EQ(ioctl(p[0], FIONREAD, &left), 0);
+	CHECK_EQ(left, 512); /* nobody read the pipe */
+
+	/* The image back under its fd: the reset device works again. */
+	int back = open(path, O_RDWR | O_CLOEXEC);
+	CHECK(dup2(back, img) == img);
+	close(back);
+	close(p[0]);
+	close(p[1]);
+	CHECK_EQ(vd_start(&d, ALL_FEATURES, 64), 0);
+	CHECK_EQ(request(&d, VIRTIO_BLK_T_IN, 5, 512), VIRTIO_BLK_S_OK);
+	CHECK_EQ(d.ram[DATA_GPA + 100], 5);
+	vd_bus_fini(&d);
+	unlink(path);
+}
+
+/* ---- io_uring_enter refused: the request fails now, not silently later ---- */
+
+struct kick_arg {
+	struct vdrv *d;
+	int filter_rc;
+};
+
+/* A vCPU thread whose io_uring_enter fails (EPERM from its own seccomp filter). */
+static void *refused_kick(void *arg)
+{
+	struct kick_arg *a = arg;
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	a->filter_rc = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	if (!a->filter_rc)
+		put_request(a->d, VIRTIO_BLK_T_OUT, 40, 512);
+	return NULL;
+}
+
+static void test_submit_refused(void)
+{
+	char path[] = "/tmp/vmm-test-blkf-XXXXXX";
+	close(mkstemp(path));
+	make_image(path, DISK_SECTORS);
+	struct vdrv d;
+	CHECK_EQ(setup(&d, path), 0);
+	memset(d.ram + DATA_GPA, 0x5a, 512);
+	struct kick_arg a = { &d, -1 };
+	pthread_t t;
+	pthread_create(&t, NULL, refused_kick, &a);
+	pthread_join(t, NULL);
+	CHECK_EQ(a.filter_rc, 0);
+	/* Completed by the kick itself, with an error, before any completion ran. */
+	CHECK_EQ(vd_used_idx(&d), 1);
+	CHECK_EQ(d.ram[STATUS_GPA], VIRTIO_BLK_S_IOERR);
+	struct virtio_blk_stats s = virtio_blk_pci_stats(d.blk);
+	CHECK_EQ(s.submit_errors, 1);
+	CHECK_EQ(s.ioerr, 1);
+	CHECK_EQ(s.in_flight, 0);
+	CHECK_EQ(vd_next_used(&d).id, 0);
+	/* The refused write never happens later: the next request's submission does not carry it. */
+	CHECK_EQ(request(&d, VIRTIO_BLK_T_IN, 41, 512), VIRTIO_BLK_S_OK);
+	CHECK_EQ(d.ram[DATA_GPA], 41);
+	usleep(20000);
+	virtio_blk_pci_process_completions(d.blk);
+	CHECK_EQ(vd_used_idx(&d), 2);
+	CHECK_EQ(file_byte(path, 40 * 512), 40);
+	vd_bus_fini(&d);
+	unlink(path);
+}
+
+int main(void)
+{
+	test_reset_stops_reads();
+	test_submit_refused();
+	return check_summary();
+}
