@@ -17,6 +17,7 @@
 #include "vmm/linux/linux_console.h"
 #include "vmm/spin/ple_perf.h"
 #include "vmm/sandbox/seccomp_filters.h"
+#include "vmm/core/dev_poller.h"
 #include "vmm/core/vm_linux.h"
 
 #define TRACE_MAX_EVENTS (8u << 20)
@@ -279,24 +280,6 @@ static void on_signal(void *arg, int res)
 	evloop_read(&c->loop, &c->signal_ev, c->sig_fd, &c->sig_buf, sizeof(c->sig_buf));
 }
 
-/* Device fds (disk completions): re-armed after each callback until the run stops. */
-struct poller_ev {
-	struct ev ev;
-	struct evloop *loop;
-	const struct vm_poller *p;
-	struct run *r;
-};
-
-static void on_poller(void *arg, int res)
-{
-	struct poller_ev *pe = arg;
-	if (res < 0)
-		return;
-	pe->p->fn(pe->p->ctx);
-	if (atomic_load(&pe->r->ctl.stop) == VM_STOP_NONE)
-		evloop_poll(pe->loop, &pe->ev, pe->p->fd);
-}
-
 static int outcome(const struct run *r)
 {
 	switch (atomic_load(&r->ctl.stop)) {
@@ -304,6 +287,7 @@ static int outcome(const struct run *r)
 	case VM_STOP_TIMEOUT: return VMM_EXIT_TIMEOUT;
 	case VM_STOP_DEADLOCK: return VMM_EXIT_DEADLOCK;
 	case VM_STOP_SIGNAL: return 128 + r->ctl.stop_signal;
+	case VM_STOP_HOST_ERROR: return VMM_EXIT_HOST_ERROR;
 	case VM_STOP_GUEST_EXIT:
 		return atomic_load(&r->ctl.guest_status) ? VMM_EXIT_GUEST_FAIL : VMM_EXIT_OK;
 	default: return VMM_EXIT_OK;
@@ -441,19 +425,16 @@ static void arm_loop_events(struct loop_ctx *c)
 
 /*
  * The devices' fds (virtio-blk completions and the like); pollers[] is the
- * caller's, as it must live until the loop ends.
+ * caller's, as it must live until the loop ends. One that cannot be polled
+ * stops the run as a host error (dev_poller.h).
  */
-static void arm_pollers(struct loop_ctx *c, struct poller_ev *pollers, unsigned max)
+static void arm_pollers(struct loop_ctx *c, struct dev_poller *pollers, unsigned max)
 {
 	struct run *r = c->r;
 	unsigned npollers = 0;
 	for (unsigned k = 0; k < r->nvms; k++)
-		for (unsigned i = 0; i < r->vms[k].npollers && npollers < max; i++) {
-			struct poller_ev *pe = &pollers[npollers++];
-			*pe = (struct poller_ev){ .ev = { .cb = on_poller, .arg = pe }, .loop = &c->loop,
-						  .p = &r->vms[k].pollers[i], .r = r };
-			evloop_poll(&c->loop, &pe->ev, pe->p->fd);
-		}
+		for (unsigned i = 0; i < r->vms[k].npollers && npollers < max; i++)
+			dev_poller_arm(&pollers[npollers++], &c->loop, &r->vms[k].pollers[i], &r->ctl);
 }
 
 /* vCPU threads, the tick, and for Linux guests the console and PLE sources. */
@@ -532,7 +513,7 @@ int run_execute(struct run *r)
 		r->vms[k].start_ns = r->start_ns;
 	if (r->cfg->timeout_ms)
 		evloop_timeout_at(&c.loop, &c.timeout_ev, r->start_ns + r->cfg->timeout_ms * 1000000ull);
-	struct poller_ev pollers[VM_MAX_POLLERS * 4];
+	struct dev_poller pollers[VM_MAX_POLLERS * 4];
 	arm_pollers(&c, pollers, sizeof(pollers) / sizeof(pollers[0]));
 	start_guests(&c);
 	/* seccomp: from here on the main thread makes only the calls its filter allows */

@@ -24,6 +24,7 @@ enum vm_stop {
 	VM_STOP_TIMEOUT,
 	VM_STOP_SIGNAL,
 	VM_STOP_DEADLOCK,   /* every vCPU waits for a kick that cannot come */
+	VM_STOP_HOST_ERROR, /* the host failed the run (a device fd the loop cannot poll): exit 6 */
 };
 
 /*
