@@ -224,9 +224,166 @@ static void test_submit_refused(void)
 	unlink(path);
 }
 
+/* ---- the image changes under the VMM ---- */
+
+/* A write of 512 bytes of fill at sector; its status. */
+static uint8_t write_fill(struct vdrv *d, uint64_t sector, uint8_t fill)
+{
+	memset(d->ram + DATA_GPA, fill, 512);
+	return request(d, VIRTIO_BLK_T_OUT, sector, 512);
+}
+
+static void test_truncated_image(void)
+{
+	char path[] = "/tmp/vmm-test-blkf-XXXXXX";
+	close(mkstemp(path));
+	make_image(path, DISK_SECTORS);
+	struct vdrv d;
+	CHECK_EQ(setup(&d, path), 0);
+	CHECK_EQ(write_fill(&d, 10, 0xa1), VIRTIO_BLK_S_OK);
+	CHECK_EQ(truncate(path, DISK_SECTORS / 2 * 512), 0); /* half the disk goes while the guest runs */
+	/* A read of what is gone: IOERR, counted; the guest's capacity is unchanged. */
+	CHECK_EQ(request(&d, VIRTIO_BLK_T_IN, DISK_SECTORS - 8, 512), VIRTIO_BLK_S_IOERR);
+	struct virtio_blk_stats s = virtio_blk_pci_stats(d.blk);
+	CHECK_EQ(s.ioerr, 1);
+	CHECK_EQ(s.backend_errors, 1);
+	CHECK_EQ(virtio_blk_pci_capacity(d.blk), DISK_SECTORS);
+	/* What is left still reads; a write past the new end lands in the file. */
+	CHECK_EQ(request(&d, VIRTIO_BLK_T_IN, 10, 512), VIRTIO_BLK_S_OK);
+	CHECK_EQ(d.ram[DATA_GPA + 300], 0xa1);
+	CHECK_EQ(write_fill(&d, DISK_SECTORS - 8, 0xa2), VIRTIO_BLK_S_OK);
+	CHECK_EQ(request(&d, VIRTIO_BLK_T_FLUSH, 0, 0), VIRTIO_BLK_S_OK);
+	vd_bus_fini(&d);
+	/* Every acknowledged write is in the file. */
+	CHECK_EQ(file_byte(path, 10 * 512 + 7), 0xa1);
+	CHECK_EQ(file_byte(path, (DISK_SECTORS - 8) * 512ull + 7), 0xa2);
+	unlink(path);
+}
+
+/* A small tmpfs at a fresh directory; false (and the reason said) where mount is not allowed. */
+static bool small_tmpfs(char *dir, const char *size)
+{
+	if (!mkdtemp(dir))
+		return false;
+	char opt[64];
+	snprintf(opt, sizeof(opt), "size=%s,mode=0700", size);
+	if (mount("tmpfs", dir, "tmpfs", 0, opt) == 0)
+		return true;
+	SKIP("cannot mount a tmpfs here (%s): needs root", strerror(errno));
+	rmdir(dir);
+	return false;
+}
+
+static void test_full_filesystem(void)
+{
+	char dir[] = "/tmp/vmm-test-blkfs-XXXXXX", path[64], filler[64];
+	if (!small_tmpfs(dir, "256k"))
+		return;
+	snprintf(path, sizeof(path), "%s/disk.img", dir);
+	snprintf(filler, sizeof(filler), "%s/filler", dir);
+	/* A 1 MiB sparse image on 256 KiB: its first pages hold data, the rest are holes. */
+	int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(ftruncate(fd, DISK_SECTORS * 512), 0);
+	close(fd);
+	struct vdrv d;
+	CHECK_EQ(setup(&d, path), 0);
+	CHECK_EQ(write_fill(&d, 0, 0xb1), VIRTIO_BLK_S_OK);
+	/* Someone else fills the filesystem. */
+	fd = open(filler, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	uint8_t junk[4096];
+	memset(junk, 1, sizeof(junk));
+	while (write(fd, junk, sizeof(junk)) > 0)
+		;
+	CHECK_EQ(errno, ENOSPC);
+	close(fd);
+	/* A write into a hole needs a page there is no room for: IOERR, counted. */
+	CHECK_EQ(write_fill(&d, 1000, 0xb2), VIRTIO_BLK_S_IOERR);
+	struct virtio_blk_stats s = virtio_blk_pci_stats(d.blk);
+	CHECK_EQ(s.ioerr, 1);
+	CHECK_EQ(s.backend_errors, 1);
+	/* The device keeps serving: reads, and writes into space the image already has. */
+	CHECK_EQ(write_fill(&d, 1, 0xb3), VIRTIO_BLK_S_OK);
+	CHECK_EQ(request(&d, VIRTIO_BLK_T_IN, 0, 512), VIRTIO_BLK_S_OK);
+	CHECK_EQ(d.ram[DATA_GPA + 9], 0xb1);
+	CHECK_EQ(request(&d, VIRTIO_BLK_T_FLUSH, 0, 0), VIRTIO_BLK_S_OK);
+	vd_bus_fini(&d);
+	CHECK_EQ(file_byte(path, 9), 0xb1);
+	CHECK_EQ(file_byte(path, 512 + 9), 0xb3);
+	CHECK_EQ(file_byte(path, 1000 * 512 + 9), 0); /* the failed write left its hole */
+	umount(dir);
+	rmdir(dir);
+}
+
+/* A loop device over path; its fd (and name in dev), or -1 where loop devices are not available. */
+static int loop_attach(const char *path, char *dev, size_t devlen)
+{
+	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	int n = ctl < 0 ? -1 : ioctl(ctl, LOOP_CTL_GET_FREE);
+	if (ctl >= 0)
+		close(ctl);
+	if (n < 0)
+		return -1;
+	snprintf(dev, devlen, "/dev/loop%d", n);
+	int lfd = open(dev, O_RDWR | O_CLOEXEC), bfd = open(path, O_RDWR | O_CLOEXEC);
+	int r = lfd < 0 || bfd < 0 ? -1 : ioctl(lfd, LOOP_SET_FD, bfd);
+	if (bfd >= 0)
+		close(bfd);
+	if (r < 0 && lfd >= 0) {
+		close(lfd);
+		lfd = -1;
+	}
+	return lfd;
+}
+
+/*
+ * Read-only underneath: a file image's filesystem cannot be remounted
+ * read-only while the VMM holds the image open for writing (the kernel says
+ * EBUSY), so the realistic case is a block device that turns read-only (a
+ * SAN volume, `blockdev --setro`): here a loop device, BLKROSET.
+ */
+static void test_read_only_underneath(void)
+{
+	char path[] = "/tmp/vmm-test-blkf-XXXXXX", dev[32];
+	close(mkstemp(path));
+	make_image(path, DISK_SECTORS);
+	int lfd = loop_attach(path, dev, sizeof(dev));
+	if (lfd < 0) {
+		SKIP("no loop device here (%s): needs root and /dev/loop-control", strerror(errno));
+		unlink(path);
+		return;
+	}
+	struct vdrv d;
+	CHECK_EQ(setup(&d, dev), 0);
+	CHECK_EQ(write_fill(&d, 3, 0xc1), VIRTIO_BLK_S_OK);
+	CHECK_EQ(request(&d, VIRTIO_BLK_T_FLUSH, 0, 0), VIRTIO_BLK_S_OK);
+	int ro = 1;
+	CHECK_EQ(ioctl(lfd, BLKROSET, &ro), 0);
+	CHECK_EQ(write_fill(&d, 4, 0xc2), VIRTIO_BLK_S_IOERR);
+	struct virtio_blk_stats s = virtio_blk_pci_stats(d.blk);
+	CHECK_EQ(s.ioerr, 1);
+	CHECK_EQ(s.backend_errors, 1);
+	/* Reads go on, and see the acknowledged write. */
+	CHECK_EQ(request(&d, VIRTIO_BLK_T_IN, 3, 512), VIRTIO_BLK_S_OK);
+	CHECK_EQ(d.ram[DATA_GPA + 1], 0xc1);
+	CHECK_EQ(request(&d, VIRTIO_BLK_T_IN, 4, 512), VIRTIO_BLK_S_OK);
+	CHECK_EQ(d.ram[DATA_GPA + 1], 4);
+	vd_bus_fini(&d);
+	ro = 0;
+	ioctl(lfd, BLKROSET, &ro);
+	ioctl(lfd, LOOP_CLR_FD, 0);
+	close(lfd);
+	CHECK_EQ(file_byte(path, 3 * 512 + 1), 0xc1);
+	CHECK_EQ(file_byte(path, 4 * 512 + 1), 4);
+	unlink(path);
+}
+
 int main(void)
 {
 	test_reset_stops_reads();
 	test_submit_refused();
+	test_truncated_image();
+	test_full_filesystem();
+	test_read_only_underneath();
 	return check_summary();
 }

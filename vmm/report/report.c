@@ -159,6 +159,13 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 		fprintf(out, "cpuid      %s\n", lx->mask_note);
 		fprintf(out, "kvm pv     %s; %s\n", lx->pv_note, lx->vmcall_note);
 	}
+	if (lx && lx->blk) {
+		struct virtio_blk_stats d = virtio_blk_pci_stats(lx->blk);
+		fprintf(out, "disk       %llu requests, %llu ok, %llu io errors (%llu failed by the host, %llu refused submissions), %llu unsupported, %llu malformed\n",
+			(unsigned long long)d.requests, (unsigned long long)d.ok, (unsigned long long)d.ioerr,
+			(unsigned long long)d.backend_errors, (unsigned long long)d.submit_errors,
+			(unsigned long long)d.unsupp, (unsigned long long)d.bad_chains);
+	}
 	if (r->ple_note[0])
 		fprintf(out, "note       --spin-detect ple: %s\n", r->ple_note);
 	fprintf(out, "seccomp    %s\n", cfg->no_seccomp ? "off (--no-seccomp)" : "on (vcpu, loop filters)");

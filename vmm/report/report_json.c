@@ -23,6 +23,19 @@ static void json_linux(struct json *j, const struct run *r)
 		json_str(j, "disk", cfg->disk_path);
 		json_bool(j, "disk_read_only", cfg->disk_read_only);
 	}
+	if (lx && lx->blk) {
+		struct virtio_blk_stats d = virtio_blk_pci_stats(lx->blk);
+		json_obj(j, "disk_stats");
+		json_u64(j, "requests", d.requests);
+		json_u64(j, "ok", d.ok);
+		json_u64(j, "io_errors", d.ioerr);
+		json_u64(j, "host_errors", d.backend_errors);
+		json_u64(j, "submit_errors", d.submit_errors);
+		json_u64(j, "unsupported", d.unsupp);
+		json_u64(j, "malformed", d.bad_chains);
+		json_u64(j, "resets_cancelling_io", d.reset_cancels);
+		json_end_obj(j);
+	}
 	if (lx) {
 		json_str(j, "cpuid_mask", lx->mask_note);
 		json_i64(j, "vmcall_probe", lx->vmcall_ok);
