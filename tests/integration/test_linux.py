@@ -212,6 +212,10 @@ def test_linux_virtio_blk_disk_attaches():
         for spec in (disk, disk + ",ro"):
             r = harness.vmm("-k", vmlinuz, "-i", initrd, "-m", "256M", "-d", spec, "--timeout", "2s")
             assert r.rc == 4, r  # it ran until the timeout: set-up with the disk succeeded
+            # the report counts the disk's requests and errors (issue 15), both forms
+            st = r.report["config"]["linux"]["disk_stats"]
+            assert st["io_errors"] == 0 and st["host_errors"] == 0 and st["submit_errors"] == 0, st
+            assert f"disk       {st['requests']} requests, {st['ok']} ok, 0 io errors" in r.stdout, r.stdout
 
 
 def test_linux_runs_under_the_seccomp_filters():
