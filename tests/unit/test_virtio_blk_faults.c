@@ -17,6 +17,7 @@
 #include <linux/loop.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,29 @@ static int open_fd_of(const char *path)
 
 /* ---- reset: nothing in flight writes guest memory once status reads 0 ---- */
 
+/*
+ * A reset that never returns (a kernel that cannot cancel the pipe read)
+ * would hang the test: after 5 s this feeds the pipe, so it fails instead.
+ */
+struct watchdog {
+	int fd;
+	atomic_int done;
+};
+
+static void *feed_late(void *arg)
+{
+	struct watchdog *w = arg;
+	for (int i = 0; i < 500 && !atomic_load(&w->done); i++)
+		usleep(10000);
+	if (!atomic_load(&w->done)) {
+		static const uint8_t late[512];
+		fprintf(stderr, "reset still waiting after 5 s: feeding the pipe\n");
+		if (write(w->fd, late, sizeof(late)) < 0)
+			perror("watchdog write");
+	}
+	return NULL;
+}
+
 static void test_reset_stops_reads(void)
 {
 	char path[] = "/tmp/vmm-test-blkf-XXXXXX";
@@ -132,7 +156,12 @@ static void test_reset_stops_reads(void)
 	put_request(&d, VIRTIO_BLK_T_IN, 5, 512);
 	CHECK_EQ(virtio_blk_pci_stats(d.blk).in_flight, 1);
 
+	struct watchdog w = { .fd = p[1] };
+	pthread_t wt;
+	pthread_create(&wt, NULL, feed_late, &w);
 	cc_wr(&d, VIRTIO_PCI_COMMON_STATUS, 0, 1); /* reset */
+	atomic_store(&w.done, 1);
+	pthread_join(wt, NULL);
 	CHECK_EQ(cc_rd(&d, VIRTIO_PCI_COMMON_STATUS, 1), 0);
 	struct virtio_blk_stats s = virtio_blk_pci_stats(d.blk);
 	CHECK_EQ(s.in_flight, 0);      /* cancelled before status read 0 */
