@@ -523,14 +523,20 @@ static void test_ring_errors_and_reset(void)
 	cc_wr(&d, VIRTIO_PCI_COMMON_Q_ENABLE, 1, 2);
 	CHECK_EQ(cc_rd(&d, VIRTIO_PCI_COMMON_Q_ENABLE, 2), 0);
 
-	/* A reset while a read is in flight: its late completion must not touch the new rings. */
+	/*
+	 * A reset while a read is in flight: the reset itself waits for it (so
+	 * nothing is in flight once it returns), and its completion must not
+	 * touch the new rings. (test_virtio_blk_faults: a read that waits.)
+	 */
 	CHECK_EQ(vd_start(&d, ALL_FEATURES, 64), 0);
 	hdr(&d, VIRTIO_BLK_T_IN);
 	vd_set_desc(&d, 0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
 	vd_set_desc(&d, 1, DATA_GPA, 512, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 2);
 	vd_set_desc(&d, 2, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
 	vd_kick_head(&d, 0);
+	CHECK_EQ(virtio_blk_pci_stats(d.blk).in_flight, 1);
 	CHECK_EQ(vd_start(&d, ALL_FEATURES, 64), 0);
+	CHECK_EQ(virtio_blk_pci_stats(d.blk).in_flight, 0);
 	usleep(20000);
 	virtio_blk_pci_process_completions(d.blk);
 	CHECK_EQ(vd_used_idx(&d), 0);
