@@ -22,9 +22,8 @@ static int rearm(struct dev_poller *dp)
 static void on_ready(void *arg, int res)
 {
 	struct dev_poller *dp = arg;
-	bool stopping = atomic_load(&dp->ctl->stop) != VM_STOP_NONE;
 	if (res < 0) {
-		if (stopping)
+		if (atomic_load(&dp->ctl->stop) != VM_STOP_NONE)
 			return; /* the loop is going away */
 		if (res == -EINTR || res == -EAGAIN) {
 			dp->interrupted++;
@@ -35,7 +34,7 @@ static void on_ready(void *arg, int res)
 		return;
 	}
 	dp->p->fn(dp->p->ctx);
-	if (!stopping)
+	if (atomic_load(&dp->ctl->stop) == VM_STOP_NONE)
 		rearm(dp);
 }
 
