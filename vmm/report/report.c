@@ -165,6 +165,9 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 			(unsigned long long)d.requests, (unsigned long long)d.ok, (unsigned long long)d.ioerr,
 			(unsigned long long)d.backend_errors, (unsigned long long)d.submit_errors,
 			(unsigned long long)d.unsupp, (unsigned long long)d.bad_chains);
+		if (d.reset_errors)
+			fprintf(out, "disk       %llu resets could not wait for the I/O in flight (io_uring_enter failed): it may have written guest memory after the reset\n",
+				(unsigned long long)d.reset_errors);
 	}
 	if (r->ple_note[0])
 		fprintf(out, "note       --spin-detect ple: %s\n", r->ple_note);

@@ -34,6 +34,7 @@ static void json_linux(struct json *j, const struct run *r)
 		json_u64(j, "unsupported", d.unsupp);
 		json_u64(j, "malformed", d.bad_chains);
 		json_u64(j, "resets_cancelling_io", d.reset_cancels);
+		json_u64(j, "reset_errors", d.reset_errors);
 		json_end_obj(j);
 	}
 	if (lx) {
