@@ -72,6 +72,8 @@ int main(void)
 	CHECK_EQ(rd(&bus, 0x3fe) & 0xf0, 0x90);
 	wr(&bus, 0x3f8, 'x'); /* looped back, not transmitted */
 	CHECK_EQ(out_len, 3);
+	CHECK_EQ(rd(&bus, 0x3fd) & 0x01, 0x01); /* LSR.DR: it came back */
+	CHECK_EQ(rd(&bus, 0x3f8), 'x');
 	uint16_t wide = 0;
 	CHECK_EQ(io_bus_access(&bus, 0, 0x3f8, (uint8_t *)&wide, 2, false), -EINVAL);
 	CHECK_EQ(io_bus_access(&bus, 0, 0x3ff, (uint8_t *)&wide, 2, false), -ENOENT); /* crosses the end */
