@@ -327,14 +327,14 @@ static void test_bad_access(void)
 
 int main(void)
 {
-	test_probe_registers();
-	test_divisor_latch();
-	test_line_status();
-	test_fifo_control();
-	test_rx_interrupts();
-	test_thre_interrupt();
-	test_interrupt_priority();
-	test_loopback();
-	test_bad_access();
+	RUN(test_probe_registers);
+	RUN(test_divisor_latch);
+	RUN(test_line_status);
+	RUN(test_fifo_control);
+	RUN(test_rx_interrupts);
+	RUN(test_thre_interrupt);
+	RUN(test_interrupt_priority);
+	RUN(test_loopback);
+	RUN(test_bad_access);
 	return check_summary();
 }
