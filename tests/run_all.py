@@ -77,7 +77,8 @@ def unit_tally(out, rc):
     p_, f_, sk = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
     if t:
         return Tally(p_, f_, sk, int(t.group(1)), int(t.group(2)), int(t.group(3) or 0)), m
-    return Tally(p_, f_, sk, 0 if sk else 1, 0, 1 if sk else 0), m
+    return Tally(p_, f_, sk, int(not f_ and not sk), int(bool(f_)), int(not f_ and bool(sk))), m
+
 
 # Unit binaries with parts that need /dev/kvm (they count those parts as
 # skipped where there is none): the nested stage runs them on kvm_amd.

@@ -86,9 +86,11 @@ def test_run_all_reports_tests_apart_from_checks():
         fake_script(os.path.join(unit, "test_crashes"), "tests: 5 passed, 0 failed\n50 passed, 0 failed", rc=139)
         # a binary that prints nothing it can count is a failed test
         fake_script(os.path.join(unit, "test_says_nothing"), "hello")
+        # failed checks count even where the exit status says 0
+        fake_script(os.path.join(unit, "test_zero_exit"), "4 passed, 2 failed")
         rc, lines = run_all(d)
         assert rc == 1, lines
-        assert lines[-2:] == ["tests: 9 passed, 2 failed, 2 skipped", "13702 passed, 2 failed, 2 skipped"], lines
+        assert lines[-2:] == ["tests: 9 passed, 3 failed, 2 skipped", "13706 passed, 4 failed, 2 skipped"], lines
         assert any(ln.startswith("unit test_crashes: FAILED (exit 139)") for ln in lines), lines
 
 
