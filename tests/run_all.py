@@ -2,7 +2,12 @@
 """Runs every test: the C unit-test binaries, then the integration tests that
 boot guests. Each unit binary ends with "N passed, N failed"; integration tests
 are functions named test_* in tests/integration/*.py that raise on failure or
-raise Skip(reason). Ends with the line "N passed, N failed[, N skipped]"."""
+raise Skip(reason). Ends with two lines: the tests (a unit test case, as
+tests/unit/check.h's RUN counts them, or an integration test function), then
+the closing line "N passed, N failed[, N skipped]" that adds each unit
+binary's checks to the integration tests, as CI and the docs read it:
+  tests: T passed, T failed[, T skipped]
+  N passed, N failed[, N skipped]"""
 import argparse
 import importlib.util
 import json
@@ -19,6 +24,61 @@ import harness  # noqa: E402
 
 
 UNIT_LINE = re.compile(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?")
+# A unit binary's test cases (check.h's check_summary prints it before the
+# closing line); a binary without it (check_cases.h, Python checks) is one test.
+TESTS_LINE = re.compile(r"^tests: (\d+) passed, (\d+) failed(?:, (\d+) skipped)?")
+
+
+class Tally:
+    """Counts of checks (what the closing line adds up: each unit binary's
+    checks, each integration test as one) and of tests (test cases)."""
+
+    def __init__(self, p=0, f=0, sk=0, tp=0, tf=0, tsk=0):
+        self.p, self.f, self.sk, self.tp, self.tf, self.tsk = p, f, sk, tp, tf, tsk
+
+    def __add__(self, o):
+        return Tally(self.p + o.p, self.f + o.f, self.sk + o.sk, self.tp + o.tp, self.tf + o.tf,
+                     self.tsk + o.tsk)
+
+    def __sub__(self, o):
+        return Tally(self.p - o.p, self.f - o.f, self.sk - o.sk, self.tp - o.tp, self.tf - o.tf,
+                     self.tsk - o.tsk)
+
+    def line(self):
+        return f"{self.p} passed, {self.f} failed" + (f", {self.sk} skipped" if self.sk else "")
+
+    def tests_line(self):
+        return (f"tests: {self.tp} passed, {self.tf} failed"
+                + (f", {self.tsk} skipped" if self.tsk else ""))
+
+    def as_json(self):
+        return {"passed": self.p, "failed": self.f, "skipped": self.sk,
+                "tests": {"passed": self.tp, "failed": self.tf, "skipped": self.tsk}}
+
+    @staticmethod
+    def from_json(r):
+        t = r["tests"]
+        return Tally(r["passed"], r["failed"], r["skipped"], t["passed"], t["failed"], t["skipped"])
+
+
+def unit_tally(out, rc):
+    """What one unit binary's output (and exit status) counts: its last
+    closing line, and its tests line (without one, the binary is one test).
+    No closing line, or a non-zero exit, is a failure however many checks
+    passed. Returns (Tally, the closing line's match or None)."""
+    m = t = None
+    for line in out.splitlines():
+        m = UNIT_LINE.match(line.strip()) or m
+        t = TESTS_LINE.match(line.strip()) or t
+    if not m or rc != 0:
+        p_, f_ = (int(m.group(1)), max(1, int(m.group(2)))) if m else (0, 1)
+        tp, tf = (int(t.group(1)), max(1, int(t.group(2)))) if t else (0, 1)
+        return Tally(p_, f_, 0, tp, tf, 0), m
+    p_, f_, sk = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+    if t:
+        return Tally(p_, f_, sk, int(t.group(1)), int(t.group(2)), int(t.group(3) or 0)), m
+    return Tally(p_, f_, sk, int(not f_ and not sk), int(bool(f_)), int(not f_ and bool(sk))), m
+
 
 # Unit binaries with parts that need /dev/kvm (they count those parts as
 # skipped where there is none): the nested stage runs them on kvm_amd.
@@ -33,12 +93,12 @@ PREFIX = ""
 
 
 def run_unit(build, only, names=None):
-    """Returns (passed, failed, skipped, [(unit, skips)] for units that skipped something)."""
-    passed = failed = skipped = 0
+    """Returns (Tally, [(unit, its Tally)] for units that skipped something)."""
+    total = Tally()
     partial = []
     unit_dir = os.path.join(build, "tests", "unit")
     if not os.path.isdir(unit_dir):
-        return 0, 0, 0, []
+        return total, []
     for name in sorted(os.listdir(unit_dir)):
         path = os.path.join(unit_dir, name)
         if not name.startswith("test_") or "." in name or not os.access(path, os.X_OK):
@@ -51,26 +111,19 @@ def run_unit(build, only, names=None):
             out, rc = p.stdout + p.stderr, p.returncode
         except subprocess.TimeoutExpired:
             out, rc = "timed out after 600 s", -1
-        m = None
-        for line in out.splitlines():
-            m = UNIT_LINE.match(line.strip()) or m
-        sk = int(m.group(3) or 0) if m else 0
-        if m and rc == 0:
-            passed += int(m.group(1))
-            skipped += sk
-            if sk:
-                partial.append((name, sk))
-                why = "; ".join(ln.strip() for ln in out.splitlines() if ln.startswith("skipped:"))
-                say(f"unit {name}: {m.group(0)} ({time.time() - t0:.1f}s) {why}")
-            else:
-                say(f"unit {name}: {m.group(0)} ({time.time() - t0:.1f}s)")
-        else:
-            p_, f_ = (int(m.group(1)), max(1, int(m.group(2)))) if m else (0, 1)
-            passed += p_
-            failed += f_
+        t, m = unit_tally(out, rc)
+        total += t
+        counts = f"{m.group(0)}; {t.tests_line()}" if m else t.tests_line()
+        if t.f:
             say(f"unit {name}: FAILED (exit {rc})")
             say("    " + "\n    ".join(out.strip().splitlines()[-30:]))
-    return passed, failed, skipped, partial
+        elif t.sk:
+            partial.append((name, t))
+            why = "; ".join(ln.strip() for ln in out.splitlines() if ln.startswith("skipped:"))
+            say(f"unit {name}: {counts} ({time.time() - t0:.1f}s) {why}")
+        else:
+            say(f"unit {name}: {counts} ({time.time() - t0:.1f}s)")
+    return total, partial
 
 
 def integration_tests(only, names=None):
@@ -90,7 +143,8 @@ def integration_tests(only, names=None):
 
 
 def run_integration(build, only, names=None):
-    """Returns (passed, failed, skipped, tests skipped for want of KVM)."""
+    """Returns (Tally, tests skipped for want of KVM); each test counts once
+    as a check and once as a test."""
     passed = failed = skipped = 0
     no_kvm = []
     harness.BUILD = build
@@ -111,7 +165,7 @@ def run_integration(build, only, names=None):
             failed += 1
             say(f"FAIL {full} ({time.time() - t0:.1f}s)")
             say("    " + "\n    ".join(traceback.format_exc().strip().splitlines()[-25:]))
-    return passed, failed, skipped, no_kvm
+    return Tally(passed, failed, skipped, passed, failed, skipped), no_kvm
 
 
 # ---- the nested stage: mainstream KVM (kvm_amd) under QEMU's emulator ----
@@ -122,9 +176,9 @@ NESTED_TIMEOUT_S = 2700
 def run_nested(build, tests, units, label):
     """Runs TESTS (integration names) and UNITS (unit binaries) in the
     nested KVM through tests/nested/run, in one inner host. Returns
-    (passed, failed, skipped); an inner host that fails counts as a failure."""
+    a Tally; an inner host that fails counts as a failure."""
     if not tests and not units:
-        return 0, 0, 0
+        return Tally()
     ndir = os.path.join(build, "nested")
     os.makedirs(ndir, exist_ok=True)
     sel = os.path.join(ndir, f"select-{label}.txt")
@@ -142,14 +196,12 @@ def run_nested(build, tests, units, label):
     rc = subprocess.run(cmd, stdin=subprocess.DEVNULL).returncode
     try:
         with open(res) as f:
-            r = json.load(f)
-        p, fl, sk = r["passed"], r["failed"], r["skipped"]
+            t = Tally.from_json(json.load(f))
     except (OSError, ValueError, KeyError):
         say(f"stage nested ({label}): the inner host gave no results (exit {rc}): FAILED")
-        return 0, 1, 0
-    say(f"stage nested ({label}, {time.time() - t0:.0f}s): {p} passed, {fl} failed"
-        + (f", {sk} skipped" if sk else ""))
-    return p, fl, sk
+        return Tally(0, 1, 0, 0, 1, 0)
+    say(f"stage nested ({label}, {time.time() - t0:.0f}s): {t.line()}; {t.tests_line()}")
+    return t
 
 
 def kvm_here():
@@ -180,20 +232,21 @@ def run_sanitized(build, only, nested_mode):
     with --no-seccomp instead. Unit tests keep leak checks on."""
     old_build, old_env = harness.BUILD, os.environ.get("ASAN_OPTIONS")
     os.environ["ASAN_OPTIONS"] = "detect_leaks=0"
+    os.environ["VMM_SANITIZED"] = "1"  # harness.need_timing: no speed means anything here
     if nested_mode == "auto" and kvm_here():
         nested_mode = "off"  # the plain suite's nested stage already ran both KVMs
     t0 = time.time()
     try:
-        p, f, sk = run_suite(build, only, None, nested_mode, "asan", integration_asan=True)
+        t = run_suite(build, only, None, nested_mode, "asan", integration_asan=True)
     finally:
+        os.environ.pop("VMM_SANITIZED", None)
         harness.BUILD = old_build
         if old_env is None:
             os.environ.pop("ASAN_OPTIONS", None)
         else:
             os.environ["ASAN_OPTIONS"] = old_env
-    say(f"stage sanitize (ASan+UBSan, {build}, {time.time() - t0:.0f}s): {p} passed, {f} failed"
-        + (f", {sk} skipped" if sk else ""))
-    return p, f, sk
+    say(f"stage sanitize (ASan+UBSan, {build}, {time.time() - t0:.0f}s): {t.line()}; {t.tests_line()}")
+    return t
 
 
 def run_fuzzers(build, seconds):
@@ -246,30 +299,30 @@ def run_suite(build, only, names, nested_mode, label, unit_only=False, integrati
     """The unit binaries, the integration tests, then the nested stage for
     what needs a KVM (nested_selection). A test that skipped here for want
     of KVM and then ran nested counts once, as it ended there."""
-    up = uf = us = ip = if_ = isk = 0
+    here = Tally()
     partial, no_kvm = [], []
     if nested_mode != "only":
         old = os.environ.pop("ASAN_OPTIONS", None) if integration_asan else None
         try:
-            up, uf, us, partial = run_unit(build, only, names)
+            here, partial = run_unit(build, only, names)
         finally:
             if old is not None:
                 os.environ["ASAN_OPTIONS"] = old
         if not unit_only:
-            ip, if_, isk, no_kvm = run_integration(build, only, names)
-    p, f, sk = up + ip, uf + if_, us + isk
+            it, no_kvm = run_integration(build, only, names)
+            here += it
     if nested_mode == "off" or harness.nested() or unit_only:
-        return p, f, sk
+        return here
     tests, units = nested_selection(no_kvm, partial, nested_mode, only)
-    np_, nf, nsk = run_nested(build, tests, units, label)
-    if np_ + nf + nsk and not (nf and not np_ + nsk):
+    there = run_nested(build, tests, units, label)
+    if there.p + there.f + there.sk and not (there.f and not there.p + there.sk):
         # they ran there: what skipped here for want of KVM is not a skip
-        sk -= len([t for t in no_kvm if t in tests]) + sum(partial_skips(partial, units))
-    return p + np_, f + nf, sk + nsk
-
-
-def partial_skips(partial, units):
-    return [n for name, n in partial if name in units]
+        n = len([t for t in no_kvm if t in tests])
+        here -= Tally(0, 0, n, 0, 0, n)
+        for name, t in partial:
+            if name in units:  # the unit ran again there, whole: its run here does not count
+                here -= t
+    return here + there
 
 
 def main():
@@ -298,32 +351,33 @@ def main():
     if args.names:
         with open(args.names) as f:
             names = set(f.read().split())
-    p = f = sk = 0
+    total = Tally()
     if not args.fuzz_only:
         t0 = time.time()
-        p, f, sk = run_suite(args.build, args.only, names, args.nested, "plain", args.unit_only)
+        total = run_suite(args.build, args.only, names, args.nested, "plain", args.unit_only)
         if not args.results:
-            say(f"stage plain ({args.build}, {time.time() - t0:.0f}s): {p} passed, {f} failed"
-                + (f", {sk} skipped" if sk else ""))
+            say(f"stage plain ({args.build}, {time.time() - t0:.0f}s): {total.line()}; {total.tests_line()}")
     if args.sanitize_build:
-        sp, sf, ssk = run_sanitized(args.sanitize_build, args.only, args.nested)
-        p, f, sk = p + sp, f + sf, sk + ssk
+        total += run_sanitized(args.sanitize_build, args.only, args.nested)
     if args.tsan_build:
         sel = "^(" + "|".join(re.escape(u) for u in args.tsan_units.split()) + ")$"
         t0 = time.time()
-        tp, tf, _, _ = run_unit(args.tsan_build, sel)
-        say(f"stage tsan (ThreadSanitizer, {args.tsan_build}, {time.time() - t0:.0f}s): {tp} passed, {tf} failed")
-        p, f = p + tp, f + tf
+        t, _ = run_unit(args.tsan_build, sel)
+        say(f"stage tsan (ThreadSanitizer, {args.tsan_build}, {time.time() - t0:.0f}s): "
+            f"{t.p} passed, {t.f} failed; {t.tests_line()}")
+        total += Tally(t.p, t.f, 0, t.tp, t.tf, 0)
     if args.fuzz_build and args.fuzz_seconds > 0:
         fp, ff = run_fuzzers(args.fuzz_build, args.fuzz_seconds)
-        p, f = p + fp, f + ff
+        total += Tally(fp, ff, 0, fp, ff, 0)
     if args.results:
         with open(args.results, "w") as out:
-            json.dump({"passed": p, "failed": f, "skipped": sk}, out)
-    line = f"{p} passed, {f} failed" + (f", {sk} skipped" if sk else "")
-    # inside the nested stage the total is the outer run's to print
-    say(line if not args.results else f"subtotal: {line}")
-    return 1 if f else 0
+            json.dump(total.as_json(), out)
+        # inside the nested stage the totals are the outer run's to print
+        say(f"subtotal: {total.line()}; {total.tests_line()}")
+    else:
+        say(total.tests_line())
+        say(total.line())
+    return 1 if total.f else 0
 
 
 if __name__ == "__main__":

@@ -33,9 +33,12 @@ def nested():
 def need_timing(what):
     """For a test whose assertion compares speeds: the emulated SVM of the
     nested KVM runs guests 10-100x slower with ms outliers, so timing means
-    nothing there (HOST.md); VMM_NO_TIMING=1 skips them anywhere."""
+    nothing there (HOST.md), nor under the sanitizers (VMM_SANITIZED, set by
+    run_all's sanitize stage); VMM_NO_TIMING=1 skips them anywhere."""
     if nested():
         raise Skip(f"compares speeds ({what}); timing means nothing in the nested KVM ({nested()})")
+    if os.environ.get("VMM_SANITIZED") == "1":
+        raise Skip(f"compares speeds ({what}); timing means nothing under the sanitizers")
     if os.environ.get("VMM_NO_TIMING") == "1":
         raise Skip(f"compares speeds ({what}); VMM_NO_TIMING=1")
 

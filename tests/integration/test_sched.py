@@ -1,9 +1,11 @@
 """The co-scheduler end to end: M slots are never exceeded, every policy keeps
-mutual exclusion and lets every vCPU progress, the host-scheduled baseline runs
-in the same binary, traces are well-formed, and bad options are refused."""
+mutual exclusion and lets every vCPU progress, each policy takes the decision
+it should (seen in the report's counters: preemptions, deferrals, yields,
+waits, kicks), the host-scheduled baseline runs in the same binary, traces are
+well-formed, and bad options are refused. No test here compares speeds: how
+much a policy gains is what `vmm bench` measures (BENCHMARKS.md)."""
 import json
 import os
-import statistics
 import tempfile
 
 import harness
@@ -54,15 +56,19 @@ def test_one_to_one_never_preempts():
 
 
 def test_slices_preempt_under_overcommit():
+    """4 vCPUs on 1 slot, 1 ms slices, no safe points: each vCPU needs the
+    whole 300 ms window of guest time, so none can finish within one slice:
+    every vCPU is forced out (counted as a preemption, never deferred) and
+    waits its turn, whatever the host's speed."""
     need_kvm()
     r = vmm("-c", "4", "--pcpus", "1", "--yield", "none", "--slice-us", "1000", "--duration", "300ms",
             "--safe-point", "off", "-q")
     assert r.rc == 0, r
     rep = r.report
     _check_slots_respected(rep, 1)
-    # ~300 slices of 1 ms: every vCPU was forced out many times, and waited its turn
-    assert rep["sched"]["preemptions"] >= 100, rep["sched"]
-    assert rep["sched"]["deferrals"] == 0
+    assert rep["sched"]["deferrals"] == 0 and rep["sched"]["deferrals_hard"] == 0, rep["sched"]
+    assert all(v["sched"]["preemptions"] >= 1 for v in rep["vcpus"]), [v["sched"] for v in rep["vcpus"]]
+    assert rep["sched"]["preemptions"] == sum(v["sched"]["preemptions"] for v in rep["vcpus"])
     assert all(v["sched"]["ns_runnable"] > 0 for v in rep["vcpus"])
 
 
@@ -79,53 +85,65 @@ def test_safe_points_turn_preemptions_into_guest_yields():
             str(defer_us), "--duration", duration, "-q", timeout=300)
     assert r.rc == 0, r
     st = r.report["sched"]
-    assert st["deferrals"] >= 100, st
-    assert st["deferrals_hard"] * 5 < st["deferrals"], st
-    assert sum(v["reports"]["pv_yields"] for v in r.report["vcpus"]) >= 100
+    # every slice end became a request in the shared page, never a blind
+    # preemption: the only vCPUs forced out are those past the hard deadline
+    assert st["deferrals"] > 0, st
+    assert st["preemptions"] == st["deferrals_hard"], st
+    # and the guest answered them itself, at its lock boundaries
+    assert st["deferrals_hard"] < st["deferrals"], st
+    assert all(v["reports"]["pv_yields"] > 0 for v in r.report["vcpus"]), [v["reports"] for v in r.report["vcpus"]]
     check_mutual_exclusion(r.report)
 
 
-def _median_ops(args, reps=3):
-    vals = []
-    for _ in range(reps):
-        r = vmm(*args, "-q")
-        assert r.rc == 0, r
-        check_mutual_exclusion(r.report)
-        vals.append(r.report["ops_per_s"])
-    return statistics.median(vals)
+def _run_ok(*args):
+    r = vmm(*args, "-q")
+    assert r.rc == 0, r
+    check_mutual_exclusion(r.report)
+    return r.report
 
 
-def _interleaved_medians(configs, reps=3):
-    vals = [[] for _ in configs]
-    for _ in range(reps):
-        for i, c in enumerate(configs):
-            vals[i].append(_median_ops(c, reps=1))
-    return [statistics.median(v) for v in vals]
+def _sum(rep, key):
+    return sum(v["sched"][key] for v in rep["vcpus"])
 
 
-def test_directed_yield_beats_no_yield_under_overcommit():
+def test_directed_yield_hands_the_slot_over_under_overcommit():
     """8 vCPUs on 2 slots, safe points off (blind preemption), the guest's spin
-    exits naming the vCPU it waits for: directed yield must clearly beat plain
-    round robin. Test-and-set: the spinner waits for the preempted holder, and
-    directed yield hands it the slot (medians of interleaved runs)."""
+    loop exits by hypercall after 128 pauses (--spin-detect yield): under
+    `directed` each spin event may give the spinner's slot to a preempted
+    vCPU of its VM, and every slot given is a slot received; under `none` the
+    same spin events are seen and nothing is given. How much faster that makes
+    the lock is vmm bench's question (the policy x lock matrix), not this one."""
     need_kvm()
-    harness.need_timing("directed yield > 1.3x round robin")
     common = ["-c", "8", "--pcpus", "2", "--lock", "tas", "--duration", "400ms", "--safe-point", "off",
               "--spin-detect", "yield", "--spin-threshold", "128", "--slice-us", "2000"]
-    n, d = _interleaved_medians([common + ["--yield", "none"], common + ["--yield", "directed"]])
-    assert d > 1.3 * n, (n, d)
+    none = _run_ok(*common, "--yield", "none")
+    assert none["sched"]["spin_events"] > 0, none["sched"]
+    assert none["sched"]["yields_given"] == 0 and _sum(none, "yields_received") == 0, none["sched"]
+    directed = _run_ok(*common, "--yield", "directed")
+    st = directed["sched"]
+    assert st["spin_events"] > 0 and st["yields_given"] > 0, st
+    assert st["yields_given"] <= st["spin_events"], st  # one decision per spin event at most
+    assert _sum(directed, "yields_given") == _sum(directed, "yields_received") == st["yields_given"], st
 
 
-def test_pv_spinlock_beats_ticket_lock_under_overcommit():
-    """The headline of PV spinlocks: at 4x overcommit, pvticket with the pv
-    policy against a plain ticket lock with round robin, same run."""
+def test_pv_spinlock_waits_and_kicks_under_overcommit():
+    """PV spinlocks at 4x overcommit: with pvticket and the pv policy a waiter
+    past its spin budget gives up its slot (waits, time WAITING) until the
+    unlocker kicks it; a plain ticket lock under
+    round robin never waits nor kicks. The speed-up is vmm bench's to measure."""
     need_kvm()
-    harness.need_timing("pvticket/pv > 5x ticket/none")
     common = ["-c", "8", "--pcpus", "2", "--duration", "400ms", "--spin-detect", "none", "--safe-point", "off",
               "--slice-us", "2000"]
-    n, p = _interleaved_medians([common + ["--lock", "ticket", "--yield", "none"],
-                                 common + ["--lock", "pvticket", "--yield", "pv"]])
-    assert p > 5 * n, (n, p)
+    plain = _run_ok(*common, "--lock", "ticket", "--yield", "none")
+    assert plain["sched"]["waits"] == 0 and plain["sched"]["kicks_sent"] == 0, plain["sched"]
+    assert _sum(plain, "ns_waiting") == 0, plain["sched"]
+    pv = _run_ok(*common, "--lock", "pvticket", "--yield", "pv")
+    st = pv["sched"]
+    assert st["waits"] > 0 and st["kicks_sent"] > 0, st
+    # every kick one vCPU sent, one received (the VMM's own wake-ups are received only)
+    assert _sum(pv, "kicks_received") >= _sum(pv, "kicks_sent") == st["kicks_sent"], st
+    assert _sum(pv, "ns_waiting") > 0, st
+    assert pv["hypercall_errors"] == 0, pv
 
 
 @harness.nested_stage

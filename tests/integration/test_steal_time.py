@@ -23,12 +23,25 @@ def test_steal_time_and_preempted_reach_the_guest():
     for v in r.report["vcpus"]:
         steal, waited = v["steal_ns"], v["sched"]["ns_runnable"]
         # what was added is the time spent waiting for the slot: never more
+        # (the vCPU thread times its own wait, from leaving KVM_RUN to running
+        # again, so it may exceed the scheduler's RUNNABLE time by a thread
+        # wake-up per wait)
         assert waited > 0 and 0 < steal <= 1.5 * waited + 5e6, (steal, waited)
-        # and most of it, where a forced exit takes microseconds: in the
-        # nested KVM a vCPU runs on for milliseconds after losing its slot
-        # (RUNNABLE for the scheduler, still in the guest), so less is added
-        if not harness.nested():
-            assert steal >= 0.5 * waited, (steal, waited)
+
+
+def test_steal_time_covers_most_of_the_wait():
+    """Where a forced exit takes microseconds, most of the time a vCPU waited
+    for its slot reaches the guest as steal. How much is a matter of timing:
+    in the nested KVM a vCPU runs on for milliseconds after losing its slot
+    (RUNNABLE for the scheduler, still in the guest), so less is added; it
+    is skipped there and under the sanitizers (harness.need_timing)."""
+    harness.need_kvm()
+    harness.need_timing("steal >= half the time waited for a slot")
+    r = run("--pcpus", "1")
+    assert r.rc == 1 and r.report["guest_status"] == 0x1F, (r.report["guest_status"], r)
+    for v in r.report["vcpus"]:
+        steal, waited = v["steal_ns"], v["sched"]["ns_runnable"]
+        assert steal >= 0.5 * waited, (steal, waited)
 
 
 @harness.nested_stage

@@ -4,6 +4,14 @@
  * line that tests/run_all.py adds up, with ", N skipped" when a part could
  * not run here (SKIP says which and why; the runner then runs the binary
  * again in the nested KVM).
+ *
+ * Checks are not tests: one test function may hold thousands of checks. So
+ * RUN(test_fn) counts test_fn as one test case, failed if any of its checks
+ * failed, else skipped if it skipped any part, else passed; check_summary()
+ * prints those counts first, on a line of their own:
+ *   tests: T passed, T failed[, T skipped]
+ * Checks outside every RUN count as one more case (a binary with no RUN is
+ * one test).
  */
 #ifndef VMM_TESTS_CHECK_H
 #define VMM_TESTS_CHECK_H
@@ -11,6 +19,9 @@
 #include <stdio.h>
 
 static unsigned check_passed, check_failed, check_skipped;
+/* cases counted by RUN, and the checks and skips that ran inside them */
+static unsigned check_cases_passed, check_cases_failed, check_cases_skipped;
+static unsigned check_in_cases_passed, check_in_cases_failed, check_in_cases_skipped;
 
 /* A part of the test that cannot run on this machine: counted, and said. */
 #define SKIP(...)                               \
@@ -42,8 +53,38 @@ static unsigned check_passed, check_failed, check_skipped;
 		}                                                                             \
 	} while (0)
 
+#define RUN(test_fn) check_run(#test_fn, test_fn)
+
+static inline void check_run(const char *name, void (*test_fn)(void))
+{
+	unsigned p0 = check_passed, f0 = check_failed, s0 = check_skipped;
+	test_fn();
+	check_in_cases_passed += check_passed - p0;
+	check_in_cases_failed += check_failed - f0;
+	check_in_cases_skipped += check_skipped - s0;
+	if (check_failed > f0) {
+		check_cases_failed++;
+		fprintf(stderr, "FAIL test %s: %u of its checks failed\n", name, check_failed - f0);
+	} else if (check_skipped > s0) {
+		check_cases_skipped++;
+	} else {
+		check_cases_passed++;
+	}
+}
+
 static inline int check_summary(void)
 {
+	unsigned tp = check_cases_passed, tf = check_cases_failed, ts = check_cases_skipped;
+	if (check_failed > check_in_cases_failed)
+		tf++;
+	else if (check_skipped > check_in_cases_skipped)
+		ts++;
+	else if (check_passed > check_in_cases_passed || tp + tf + ts == 0)
+		tp++;
+	printf("tests: %u passed, %u failed", tp, tf);
+	if (ts)
+		printf(", %u skipped", ts);
+	printf("\n");
 	if (check_skipped)
 		printf("%u passed, %u failed, %u skipped\n", check_passed, check_failed, check_skipped);
 	else

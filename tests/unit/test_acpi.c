@@ -177,9 +177,9 @@ static void test_dsdt(void)
 
 int main(void)
 {
-	test_pkglength();
-	test_names_and_data();
-	test_nesting();
-	test_dsdt();
+	RUN(test_pkglength);
+	RUN(test_names_and_data);
+	RUN(test_nesting);
+	RUN(test_dsdt);
 	return check_summary();
 }

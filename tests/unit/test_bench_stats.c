@@ -98,10 +98,10 @@ static void test_json(void)
 
 int main(void)
 {
-	test_median();
-	test_spread();
-	test_cells();
-	test_order();
-	test_json();
+	RUN(test_median);
+	RUN(test_spread);
+	RUN(test_cells);
+	RUN(test_order);
+	RUN(test_json);
 	return check_summary();
 }

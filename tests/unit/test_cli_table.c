@@ -224,11 +224,11 @@ static void test_on_off(void)
 
 int main(void)
 {
-	test_rows();
-	test_defaults();
-	test_help();
-	test_ranges();
-	test_needs_kernel();
-	test_on_off();
+	RUN(test_rows);
+	RUN(test_defaults);
+	RUN(test_help);
+	RUN(test_ranges);
+	RUN(test_needs_kernel);
+	RUN(test_on_off);
 	return check_summary();
 }

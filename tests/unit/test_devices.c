@@ -37,15 +37,21 @@ static void on_exit_port(void *opaque, unsigned vcpu, uint32_t status)
 	exit_status = status;
 }
 
-int main(void)
+static struct io_bus bus;
+static struct uart8250 u;
+
+/* Ranges on the port bus: no overlap, adjacent is fine, never empty. */
+static void test_bus_ranges(void)
 {
-	struct io_bus bus = { 0 };
-	struct uart8250 u;
-	uart8250_init(&u, sink, NULL);
 	CHECK_EQ(io_bus_register(&bus, 0x3f8, 8, uart8250_io, &u, "uart"), 0);
 	CHECK_EQ(io_bus_register(&bus, 0x3fc, 8, uart8250_io, &u, "overlap"), -EEXIST);
 	CHECK_EQ(io_bus_register(&bus, 0x3f0, 8, uart8250_io, &u, "below"), 0); /* adjacent is fine */
 	CHECK_EQ(io_bus_register(&bus, 0, 0, uart8250_io, &u, "empty"), -EINVAL);
+}
+
+/* The UART reached through the bus (tests/unit/test_uart8250.c tests it in full). */
+static void test_uart_on_the_bus(void)
+{
 
 	const char *msg = "hi\n";
 	for (const char *p = msg; *p; p++) {
@@ -72,11 +78,17 @@ int main(void)
 	CHECK_EQ(rd(&bus, 0x3fe) & 0xf0, 0x90);
 	wr(&bus, 0x3f8, 'x'); /* looped back, not transmitted */
 	CHECK_EQ(out_len, 3);
+	CHECK_EQ(rd(&bus, 0x3fd) & 0x01, 0x01); /* LSR.DR: it came back */
+	CHECK_EQ(rd(&bus, 0x3f8), 'x');
 	uint16_t wide = 0;
 	CHECK_EQ(io_bus_access(&bus, 0, 0x3f8, (uint8_t *)&wide, 2, false), -EINVAL);
 	CHECK_EQ(io_bus_access(&bus, 0, 0x3ff, (uint8_t *)&wide, 2, false), -ENOENT); /* crosses the end */
 	CHECK_EQ(io_bus_access(&bus, 0, 0x80, (uint8_t *)&wide, 1, false), -ENOENT);
+}
 
+/* The guest-exit port takes 1- and 4-byte writes. */
+static void test_debug_exit(void)
+{
 	struct debug_exit d = { on_exit_port, NULL };
 	CHECK_EQ(io_bus_register(&bus, 0xf4, 4, debug_exit_io, &d, "debug-exit"), 0);
 	uint32_t v = 7;
@@ -85,6 +97,14 @@ int main(void)
 	uint8_t b = 3;
 	CHECK_EQ(io_bus_access(&bus, 0, 0xf4, &b, 1, true), 0);
 	CHECK_EQ(exit_status, 3);
+}
+
+int main(void)
+{
+	uart8250_init(&u, sink, NULL);
+	RUN(test_bus_ranges);
+	RUN(test_uart_on_the_bus);
+	RUN(test_debug_exit);
 	uart8250_destroy(&u);
 	return check_summary();
 }

@@ -184,9 +184,9 @@ static void test_bundled_firmware(void)
 
 int main(void)
 {
-	test_good_loads();
-	test_bad_images();
-	test_corruption();
-	test_bundled_firmware();
+	RUN(test_good_loads);
+	RUN(test_bad_images);
+	RUN(test_corruption);
+	RUN(test_bundled_firmware);
 	return check_summary();
 }

@@ -105,12 +105,12 @@ static void test_synthetic(void)
 }
 
 /* A real vCPU that never ran: not blocking, no halts. */
-static int test_real(void)
+static void test_real(void)
 {
 	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm < 0) {
 		SKIP("no /dev/kvm for the real-vCPU part");
-		return 1;
+		return;
 	}
 	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
 	int vcpu = vm >= 0 ? ioctl(vm, KVM_CREATE_VCPU, 0) : -1;
@@ -130,12 +130,11 @@ static int test_real(void)
 	close(vcpu);
 	close(vm);
 	close(kvm);
-	return 0;
 }
 
 int main(void)
 {
-	test_synthetic();
-	test_real();
+	RUN(test_synthetic);
+	RUN(test_real);
 	return check_summary();
 }

@@ -74,7 +74,7 @@ static void test_real(void)
 
 int main(void)
 {
-	test_record();
-	test_real();
+	RUN(test_record);
+	RUN(test_real);
 	return check_summary();
 }

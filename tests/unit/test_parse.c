@@ -109,9 +109,9 @@ static void test_cli(void)
 
 int main(void)
 {
-	test_sizes();
-	test_times();
-	test_u64();
-	test_cli();
+	RUN(test_sizes);
+	RUN(test_times);
+	RUN(test_u64);
+	RUN(test_cli);
 	return check_summary();
 }

@@ -241,10 +241,10 @@ static void test_real(void)
 
 int main(void)
 {
-	test_tsc_deadline();
-	test_mtrr_in_cpuid();
-	test_msr_list();
-	test_lint();
-	test_real();
+	RUN(test_tsc_deadline);
+	RUN(test_mtrr_in_cpuid);
+	RUN(test_msr_list);
+	RUN(test_lint);
+	RUN(test_real);
 	return check_summary();
 }
