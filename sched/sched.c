@@ -28,6 +28,7 @@ struct svcpu {
 	int pinned_cpu;       /* under the mutex */
 	pthread_t thread;     /* the vCPU's thread, once it has entered */
 	bool has_thread;
+	uint64_t granted_ns;  /* its last grant; written and read by its own thread */
 };
 
 struct sched {
@@ -210,6 +211,7 @@ static int block_unlock(struct sched *s, int v, int *wake_reason)
 		pthread_cond_wait(&s->vc[v].cv, &s->mu);
 	int r = c->stopping ? -ECANCELED : c->deadlock ? -EDEADLK : 0;
 	if (!r) {
+		s->vc[v].granted_ns = c->v[v].state_since; /* RUNNING since the grant */
 		sched_core_resumed(c, v, sched_now_ns());
 		if (wake_reason)
 			*wake_reason = c->v[v].wake_reason;
@@ -234,6 +236,11 @@ int sched_vcpu_enter(struct sched *s, int v)
 	if (s->c->v[v].state == SCHED_ST_RUNNING)
 		pin(s, v, s->c->v[v].slot);
 	return block_unlock(s, v, NULL);
+}
+
+uint64_t sched_vcpu_granted_ns(const struct sched *s, int v)
+{
+	return s->vc[v].granted_ns;
 }
 
 bool sched_vcpu_after_exit(struct sched *s, int v)
