@@ -126,6 +126,14 @@ void sc_set_pending(struct sched_core *c, int v, bool on)
 	}
 }
 
+void sc_set_kick_pending(struct sched_core *c, int v, bool on)
+{
+	if (c->v[v].kick_pending != on) {
+		c->v[v].kick_pending = on;
+		sc_emit(c, SCHED_ACT_SET_KICK_PENDING, v, on);
+	}
+}
+
 void sc_make_runnable(struct sched_core *c, int v, bool front, uint64_t now)
 {
 	sc_set_state(c, v, SCHED_ST_RUNNABLE, now);
@@ -140,6 +148,7 @@ void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
 	c->slot[slot].vcpu = v;
 	if (fresh)
 		c->slot[slot].slice_start = now;
+	x->fresh_slice = fresh;
 	x->slot = slot;
 	x->preempt_req = false;
 	x->handoff_to = -1;

@@ -51,6 +51,7 @@ enum sched_action_kind {
 	SCHED_ACT_PARK,                /* v lost its slot while blocked in guest
 					  mode: its next exit must yield (no
 					  forced exit) */
+	SCHED_ACT_SET_KICK_PENDING,    /* shared-page flag := val */
 };
 
 struct sched_action {
@@ -69,7 +70,10 @@ struct sched_vcore {
 	bool preempt_pending;    /* safe-point deferral in progress */
 	uint64_t defer_deadline;
 	bool preempted;          /* mirror of the shared-page flag */
-	bool kick_pending;       /* a kick/wake no wait has consumed yet */
+	bool kick_pending;       /* a kick/wake no wait has consumed yet (mirrored
+				    to the shared page) */
+	bool fresh_slice;        /* granted a new slice its thread has not yet
+				    started (sched_core_resumed starts it) */
 	uint64_t wait_deadline;  /* UINT64_MAX: none */
 	int wake_reason;         /* 0: kicked/woken, -ETIMEDOUT */
 	uint64_t state_since;
@@ -136,7 +140,10 @@ void sched_core_kick(struct sched_core *c, int from, int to, uint64_t now);
 void sched_core_wake(struct sched_core *c, int v, uint64_t now);
 void sched_core_done(struct sched_core *c, int v, uint64_t now);
 void sched_core_stop(struct sched_core *c, uint64_t now);
-/* v's thread is back in guest mode after a grant: ends a kick-latency sample. */
+/* v's thread is back in guest mode after a grant: ends a kick-latency
+ * sample, and starts v's slice. A grant can take a while to reach a thread
+ * (the host wakes it); a preemption request made meanwhile is dropped, so
+ * a vCPU never comes back to a preempt_pending it could not have seen. */
 void sched_core_resumed(struct sched_core *c, int v, uint64_t now);
 
 /* Queries. */

@@ -157,6 +157,9 @@ static void run_actions(struct sched *s)
 		switch (a->kind) {
 		case SCHED_ACT_GRANT:
 			atomic_store_explicit(&x->yield_req, 0, memory_order_relaxed);
+			/* RUNNABLE time ended with this grant: the guest's steal */
+			if (x->ops->set_steal_ns)
+				x->ops->set_steal_ns(x->opaque, c->v[a->v].st.ns_runnable);
 			pin(s, a->v, a->val);
 			pthread_cond_signal(&x->cv);
 			break;
@@ -177,6 +180,10 @@ static void run_actions(struct sched *s)
 		case SCHED_ACT_SET_PREEMPT_PENDING:
 			if (x->ops->set_preempt_pending)
 				x->ops->set_preempt_pending(x->opaque, a->val);
+			break;
+		case SCHED_ACT_SET_KICK_PENDING:
+			if (x->ops->set_kick_pending)
+				x->ops->set_kick_pending(x->opaque, a->val);
 			break;
 		case SCHED_ACT_WAKE_ALL:
 			for (int v = 0; v < c->nvcpus; v++)
@@ -213,6 +220,7 @@ static int block_unlock(struct sched *s, int v, int *wake_reason)
 	if (!r) {
 		s->vc[v].granted_ns = c->v[v].state_since; /* RUNNING since the grant */
 		sched_core_resumed(c, v, sched_now_ns());
+		run_actions(s);
 		if (wake_reason)
 			*wake_reason = c->v[v].wake_reason;
 	}

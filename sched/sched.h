@@ -69,6 +69,10 @@ struct sched_vcpu_ops {
 	/* Blocked inside the host kernel (halted with an in-kernel irqchip);
 	 * asked every params.halt_check_ns, so a cheap read is enough. */
 	bool (*blocked_in_kernel)(void *opaque);
+	/* Shared-page writes: a kick no wait consumed; the vCPU's time spent
+	 * runnable but not running so far (at each grant). */
+	void (*set_kick_pending)(void *opaque, bool on);
+	void (*set_steal_ns)(void *opaque, uint64_t ns);
 };
 
 struct sched;

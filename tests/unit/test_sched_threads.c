@@ -219,9 +219,10 @@ static void test_tick(void)
 	uint64_t t0 = sched_now_ns();
 	sched_start(s);
 	CHECK(wake_fd_fires(s, 0));
+	/* the slice starts when the granted thread is back (sched_core_resumed) */
+	CHECK(sched_vcpu_enter(s, 0) == 0);
 	uint64_t d = sched_next_deadline(s);
 	CHECK(d >= t0 + SCHED_DEFAULT_SLICE_NS && d != UINT64_MAX);
-	CHECK(sched_vcpu_enter(s, 0) == 0);
 	sched_tick(s, d - 1);
 	CHECK(atomic_load(&fvs[0].force) == 0 && !sched_vcpu_after_exit(s, 0));
 	CHECK(sched_next_deadline(s) == d && !fd_readable(sched_wake_fd(s)));

@@ -59,6 +59,16 @@ static void set_preempt_pending(void *opaque, bool on)
 	__atomic_store_n(&page(opaque)->preempt_pending, on, __ATOMIC_RELEASE);
 }
 
+static void set_kick_pending(void *opaque, bool on)
+{
+	__atomic_store_n(&page(opaque)->kick_pending, on, __ATOMIC_RELEASE);
+}
+
+static void set_steal_ns(void *opaque, uint64_t ns)
+{
+	__atomic_store_n(&page(opaque)->steal_ns, ns, __ATOMIC_RELEASE);
+}
+
 /* KVM's `blocking` stat: 1 while a guest HLT sleeps in the host kernel. */
 static bool blocked_in_kernel(void *opaque)
 {
@@ -75,6 +85,8 @@ const struct sched_vcpu_ops sched_glue_ops = {
 	.set_preempted = set_preempted,
 	.set_preempt_pending = set_preempt_pending,
 	.blocked_in_kernel = blocked_in_kernel,
+	.set_kick_pending = set_kick_pending,
+	.set_steal_ns = set_steal_ns,
 };
 
 /* ---- the scheduler as the hypercalls see it (hypercalls.h: struct hc_sched_ops) ---- */
