@@ -89,36 +89,6 @@ const struct sched_vcpu_ops sched_glue_ops = {
 	.set_steal_ns = set_steal_ns,
 };
 
-/* ---- the scheduler as the hypercalls see it (hypercalls.h: struct hc_sched_ops) ---- */
-
-static int glue_wait(void *s, int v, uint64_t timeout_ns)
-{
-	/* the ABI's "0 = no timeout", in the scheduler's words */
-	return sched_vcpu_wait(s, v, timeout_ns ? timeout_ns : SCHED_NO_TIMEOUT);
-}
-
-static int glue_kick(void *s, int from, int target)
-{
-	return sched_vcpu_kick(s, from, target);
-}
-
-static int glue_spin(void *s, int v, int target)
-{
-	return sched_vcpu_spin(s, v, target, SCHED_SPIN_YIELD);
-}
-
-static int glue_safe_point(void *s, int v)
-{
-	return sched_vcpu_safe_point(s, v);
-}
-
-const struct hc_sched_ops sched_glue_hc_ops = {
-	.wait = glue_wait,
-	.kick = glue_kick,
-	.spin = glue_spin,
-	.safe_point = glue_safe_point,
-};
-
 int sched_glue_host_cpus(unsigned want, int *cpus, unsigned max, cpu_set_t *set)
 {
 	cpu_set_t allowed;
