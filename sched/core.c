@@ -148,6 +148,7 @@ void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
 	c->slot[slot].vcpu = v;
 	if (fresh)
 		c->slot[slot].slice_start = now;
+	x->resume_due = true;
 	x->fresh_slice = fresh;
 	x->slot = slot;
 	x->preempt_req = false;

@@ -72,8 +72,9 @@ struct sched_vcore {
 	bool preempted;          /* mirror of the shared-page flag */
 	bool kick_pending;       /* a kick/wake no wait has consumed yet (mirrored
 				    to the shared page) */
-	bool fresh_slice;        /* granted a new slice its thread has not yet
-				    started (sched_core_resumed starts it) */
+	bool resume_due;         /* granted; its thread is not back yet */
+	bool fresh_slice;        /* ... and the grant was a new slice, which
+				    sched_core_resumed starts */
 	uint64_t wait_deadline;  /* UINT64_MAX: none */
 	int wake_reason;         /* 0: kicked/woken, -ETIMEDOUT */
 	uint64_t state_since;

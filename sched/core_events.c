@@ -373,8 +373,11 @@ void sched_core_resumed(struct sched_core *c, int v, uint64_t now)
 		sched_hist_add(&x->st.kick_latency, now > x->kicked_at ? now - x->kicked_at : 0);
 		x->kicked_at = 0;
 	}
-	if (x->state != SCHED_ST_RUNNING || x->preempt_req)
+	/* Only the first return after a grant: a call that kept the slot (a
+	 * kick, a spin nobody took) must not lose a request made while it ran. */
+	if (!x->resume_due || x->state != SCHED_ST_RUNNING || x->preempt_req)
 		return;
+	x->resume_due = false;
 	/* A slice that ended before the guest ran again was not its slice. */
 	if (x->preempt_pending) {
 		sc_set_pending(c, v, false);
@@ -382,5 +385,4 @@ void sched_core_resumed(struct sched_core *c, int v, uint64_t now)
 	} else if (x->fresh_slice) {
 		c->slot[x->slot].slice_start = now;
 	}
-	x->fresh_slice = false;
 }

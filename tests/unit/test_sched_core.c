@@ -542,9 +542,16 @@ static void case_pending_cleared_when_it_runs_again(void)
 	CHECK(!f.pending[1] && !c->v[1].preempt_pending);
 	/* and its slice starts now, not at the grant */
 	CHECK(sched_core_next_deadline(c) == 6 * MS + 50 * US);
-	/* vCPU 0 comes back the same way; a fresh slice starts when it runs */
+	/* a request made while it runs stays, whatever call it comes back from */
 	sched_core_tick(c, 6 * MS + 50 * US);
 	drain(c, &f, 6 * MS + 50 * US);
+	CHECK(f.pending[1]);
+	sched_core_kick(c, 1, 0, 6 * MS + 55 * US); /* vCPU 0 is queued, not waiting */
+	drain(c, &f, 6 * MS + 55 * US);
+	sched_core_resumed(c, 1, 6 * MS + 56 * US);
+	drain(c, &f, 6 * MS + 56 * US);
+	CHECK(f.pending[1] && c->slot[0].slice_start == 4 * MS + 50 * US);
+	/* vCPU 0 comes back the same way; a fresh slice starts when it runs */
 	sched_core_safe_point(c, 1, 6 * MS + 60 * US);
 	drain(c, &f, 6 * MS + 60 * US);
 	CHECK(c->slot[0].vcpu == 0 && !f.pending[0]);
