@@ -46,7 +46,8 @@ enum sched_action_kind {
 	SCHED_ACT_GRANT,               /* v may run on slot now (wake it) */
 	SCHED_ACT_FORCE_EXIT,          /* v must leave guest mode, then yield */
 	SCHED_ACT_SET_PREEMPTED,       /* shared-page flag := val */
-	SCHED_ACT_SET_PREEMPT_PENDING, /* shared-page flag := val */
+	SCHED_ACT_SET_PREEMPT_PENDING, /* shared-page field := val: 0, or the
+					  request's number (never 0) */
 	SCHED_ACT_WAKE_ALL,            /* stop or deadlock: wake every thread */
 	SCHED_ACT_PARK,                /* v lost its slot while blocked in guest
 					  mode: its next exit must yield (no
@@ -68,6 +69,7 @@ struct sched_vcore {
 	bool preempt_req;        /* FORCE_EXIT sent, slot not yet given back */
 	int handoff_to;          /* who gets the slot when it is given back */
 	bool preempt_pending;    /* safe-point deferral in progress */
+	uint32_t pending_seq;    /* the number of the last request */
 	uint64_t defer_deadline;
 	bool preempted;          /* mirror of the shared-page flag */
 	bool kick_pending;       /* a kick/wake no wait has consumed yet (mirrored

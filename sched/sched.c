@@ -179,7 +179,7 @@ static void run_actions(struct sched *s)
 			break;
 		case SCHED_ACT_SET_PREEMPT_PENDING:
 			if (x->ops->set_preempt_pending)
-				x->ops->set_preempt_pending(x->opaque, a->val);
+				x->ops->set_preempt_pending(x->opaque, (uint32_t)a->val);
 			break;
 		case SCHED_ACT_SET_KICK_PENDING:
 			if (x->ops->set_kick_pending)

@@ -65,7 +65,8 @@ struct sched_vcpu_ops {
 	bool (*in_critical)(void *opaque);
 	int (*waiting_for)(void *opaque);            /* global vCPU index, -1 */
 	void (*set_preempted)(void *opaque, bool on);
-	void (*set_preempt_pending)(void *opaque, bool on);
+	/* 0, or the number of a new request (per vCPU, never 0) */
+	void (*set_preempt_pending)(void *opaque, uint32_t req);
 	/* Blocked inside the host kernel (halted with an in-kernel irqchip);
 	 * asked every params.halt_check_ns, so a cheap read is enough. */
 	bool (*blocked_in_kernel)(void *opaque);

@@ -15,6 +15,7 @@
  *   bad_calls    calls it made that must answer an error (the report's
  *                hypercall_errors must be their sum: a timeout is no error)
  *   safe_yields  yield_to(-1) made because preempt_pending was set
+ *   asked_again  of those, how many found a newer request on return
  *   steal_ns     the last steal_ns it read from its page
  * and exits 0; any status but 0 means the guest could not run its checks.
  *
@@ -163,7 +164,7 @@ static struct dt dt;
 struct me {
 	u64 idx;
 	struct page *sp;
-	u64 checks, fixed, violations, first_bad, bad_calls, safe_yields, last_steal;
+	u64 checks, fixed, violations, first_bad, bad_calls, safe_yields, asked_again, last_steal;
 	int in_loop;
 };
 
@@ -201,15 +202,19 @@ static void running_checks(struct me *m)
 	m->in_loop = loop;
 }
 
-/* A safe point (§7): yield if asked; the request is gone on return. */
+/* A safe point (§7): yield if asked; the request answered is gone on
+ * return (a newer one, with another number, may be there already). */
 static void safe_point(struct me *m)
 {
-	if (!(dt.features & PV_SAFE_POINT) || !LD(m->sp->preempt_pending) || LD(m->sp->in_critical))
+	u32 req = LD(m->sp->preempt_pending);
+	if (!(dt.features & PV_SAFE_POINT) || !req || LD(m->sp->in_critical))
 		return;
 	int loop = m->in_loop;
 	m->in_loop = 1;
 	CHECK(m, hc4(HC_YIELD_TO, ~0ull, 0, 0, 0) == 0);
-	CHECK(m, LD(m->sp->preempt_pending) == 0);
+	u32 now = LD(m->sp->preempt_pending);
+	CHECK(m, now != req);
+	m->asked_again += now != 0;
 	m->safe_yields++;
 	m->in_loop = loop;
 	running_checks(m);
@@ -431,6 +436,7 @@ __attribute__((noreturn)) void guest_main(const u8 *fdt, u64 idx)
 	hc_report("first_bad", m.first_bad);
 	hc_report("bad_calls", m.bad_calls);
 	hc_report("safe_yields", m.safe_yields);
+	hc_report("asked_again", m.asked_again);
 	hc_report("steal_ns", m.last_steal);
 	hc_exit(0);
 }

@@ -168,7 +168,7 @@ static bool abi_error(int64_t r)
 static struct vmm_shared_page pages[2];
 
 static void pg_set_preempted(void *o, bool on) { __atomic_store_n(&((struct vmm_shared_page *)o)->preempted, on, __ATOMIC_SEQ_CST); }
-static void pg_set_pending(void *o, bool on) { __atomic_store_n(&((struct vmm_shared_page *)o)->preempt_pending, on, __ATOMIC_SEQ_CST); }
+static void pg_set_pending(void *o, uint32_t req) { __atomic_store_n(&((struct vmm_shared_page *)o)->preempt_pending, req, __ATOMIC_SEQ_CST); }
 static void pg_set_kick(void *o, bool on) { __atomic_store_n(&((struct vmm_shared_page *)o)->kick_pending, on, __ATOMIC_SEQ_CST); }
 static void pg_set_steal(void *o, uint64_t ns) { __atomic_store_n(&((struct vmm_shared_page *)o)->steal_ns, ns, __ATOMIC_SEQ_CST); }
 static bool pg_in_critical(void *o) { return __atomic_load_n(&((struct vmm_shared_page *)o)->in_critical, __ATOMIC_SEQ_CST) != 0; }
@@ -248,7 +248,7 @@ static void *script0(void *arg)
 	uint64_t until = sched_now_ns() + 2000 * MS;
 	while (!PG(0, preempt_pending) && sched_now_ns() < until)
 		;
-	CHECK_EQ(PG(0, preempt_pending), 1);
+	CHECK_EQ(PG(0, preempt_pending), 1); /* the first request: number 1 */
 	CHECK_EQ(rcall(0, VMM_HC_YIELD_TO, ~0ull, 0, 0).ret, 0); /* the safe point: vCPU 1 runs */
 	CHECK(PG(0, preempt_pending) == 0 && PG(0, preempted) == 0);
 	/* vCPU 1 sleeps in wait now. A self-kick stays pending, in the page too */

@@ -26,6 +26,7 @@ struct fake {
 	uint64_t exit_at[MAXV];     /* when a forced vCPU notices */
 	bool preempted[MAXV], pending[MAXV], kick_pending[MAXV];
 	uint64_t pending_since[MAXV];
+	uint32_t last_req[MAXV];
 	int grants[MAXV];           /* GRANTs in the last batch */
 	int grant_slot[MAXV];
 	int forces[MAXV];
@@ -73,6 +74,11 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 			break;
 		case SCHED_ACT_SET_PREEMPT_PENDING:
 			CHECK(f->pending[a.v] != (bool)a.val);
+			/* a request is a new number, never 0 (ABI.md 7) */
+			if (a.val) {
+				CHECK((uint32_t)a.val != f->last_req[a.v]);
+				f->last_req[a.v] = (uint32_t)a.val;
+			}
 			f->pending[a.v] = a.val;
 			if (a.val)
 				f->pending_since[a.v] = now;

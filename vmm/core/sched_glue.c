@@ -54,9 +54,9 @@ static void set_preempted(void *opaque, bool on)
 	__atomic_store_n(&page(opaque)->preempted, on, __ATOMIC_RELEASE);
 }
 
-static void set_preempt_pending(void *opaque, bool on)
+static void set_preempt_pending(void *opaque, uint32_t req)
 {
-	__atomic_store_n(&page(opaque)->preempt_pending, on, __ATOMIC_RELEASE);
+	__atomic_store_n(&page(opaque)->preempt_pending, req, __ATOMIC_RELEASE);
 }
 
 static void set_kick_pending(void *opaque, bool on)
