@@ -74,7 +74,8 @@ struct vmm_shared_page {
 	uint32_t abi_version;     /* VMM writes VMM_ABI_VERSION at start */
 	uint32_t vcpu_id;         /* VMM */
 	uint32_t preempted;       /* VMM: 1 while the vCPU is descheduled */
-	uint32_t preempt_pending; /* VMM: please yield at your next safe point */
+	uint32_t preempt_pending; /* VMM: please yield at your next safe point: 0, or
+				     the request's number (new for each request) */
 	uint64_t spinning_since;  /* guest: TSC when it began spinning, 0 = not */
 	uint32_t in_critical;     /* guest: >0 while holding or queued for a lock */
 	int32_t waiting_for;      /* guest: vCPU it waits on, -1 = unknown */

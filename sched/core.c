@@ -118,11 +118,24 @@ void sc_set_preempted(struct sched_core *c, int v, bool on)
 	}
 }
 
+/* Each request gets its own number (1, 2, ... per vCPU, never 0), so a
+ * guest tells a new request from the one it just answered (ABI.md 7). */
 void sc_set_pending(struct sched_core *c, int v, bool on)
 {
-	if (c->v[v].preempt_pending != on) {
-		c->v[v].preempt_pending = on;
-		sc_emit(c, SCHED_ACT_SET_PREEMPT_PENDING, v, on);
+	struct sched_vcore *x = &c->v[v];
+	if (x->preempt_pending != on) {
+		x->preempt_pending = on;
+		if (on)
+			x->pending_seq = x->pending_seq % 0x7fffffff + 1;
+		sc_emit(c, SCHED_ACT_SET_PREEMPT_PENDING, v, on ? (int)x->pending_seq : 0);
+	}
+}
+
+void sc_set_kick_pending(struct sched_core *c, int v, bool on)
+{
+	if (c->v[v].kick_pending != on) {
+		c->v[v].kick_pending = on;
+		sc_emit(c, SCHED_ACT_SET_KICK_PENDING, v, on);
 	}
 }
 
@@ -140,6 +153,8 @@ void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
 	c->slot[slot].vcpu = v;
 	if (fresh)
 		c->slot[slot].slice_start = now;
+	x->resume_due = true;
+	x->fresh_slice = fresh;
 	x->slot = slot;
 	x->preempt_req = false;
 	x->handoff_to = -1;

@@ -46,11 +46,13 @@ enum sched_action_kind {
 	SCHED_ACT_GRANT,               /* v may run on slot now (wake it) */
 	SCHED_ACT_FORCE_EXIT,          /* v must leave guest mode, then yield */
 	SCHED_ACT_SET_PREEMPTED,       /* shared-page flag := val */
-	SCHED_ACT_SET_PREEMPT_PENDING, /* shared-page flag := val */
+	SCHED_ACT_SET_PREEMPT_PENDING, /* shared-page field := val: 0, or the
+					  request's number (never 0) */
 	SCHED_ACT_WAKE_ALL,            /* stop or deadlock: wake every thread */
 	SCHED_ACT_PARK,                /* v lost its slot while blocked in guest
 					  mode: its next exit must yield (no
 					  forced exit) */
+	SCHED_ACT_SET_KICK_PENDING,    /* shared-page flag := val */
 };
 
 struct sched_action {
@@ -67,9 +69,14 @@ struct sched_vcore {
 	bool preempt_req;        /* FORCE_EXIT sent, slot not yet given back */
 	int handoff_to;          /* who gets the slot when it is given back */
 	bool preempt_pending;    /* safe-point deferral in progress */
+	uint32_t pending_seq;    /* the number of the last request */
 	uint64_t defer_deadline;
 	bool preempted;          /* mirror of the shared-page flag */
-	bool kick_pending;       /* a kick/wake no wait has consumed yet */
+	bool kick_pending;       /* a kick/wake no wait has consumed yet (mirrored
+				    to the shared page) */
+	bool resume_due;         /* granted; its thread is not back yet */
+	bool fresh_slice;        /* ... and the grant was a new slice, which
+				    sched_core_resumed starts */
 	uint64_t wait_deadline;  /* UINT64_MAX: none */
 	int wake_reason;         /* 0: kicked/woken, -ETIMEDOUT */
 	uint64_t state_since;
@@ -136,7 +143,10 @@ void sched_core_kick(struct sched_core *c, int from, int to, uint64_t now);
 void sched_core_wake(struct sched_core *c, int v, uint64_t now);
 void sched_core_done(struct sched_core *c, int v, uint64_t now);
 void sched_core_stop(struct sched_core *c, uint64_t now);
-/* v's thread is back in guest mode after a grant: ends a kick-latency sample. */
+/* v's thread is back in guest mode after a grant: ends a kick-latency
+ * sample, and starts v's slice. A grant can take a while to reach a thread
+ * (the host wakes it); a preemption request made meanwhile is dropped, so
+ * a vCPU never comes back to a preempt_pending it could not have seen. */
 void sched_core_resumed(struct sched_core *c, int v, uint64_t now);
 
 /* Queries. */

@@ -250,7 +250,7 @@ static int sleep_on(struct sched_core *c, int v, enum sched_vstate s,
 {
 	struct sched_vcore *x = &c->v[v];
 	if (x->kick_pending) {
-		x->kick_pending = false;
+		sc_set_kick_pending(c, v, false);
 		return 0;
 	}
 	if (x->state != SCHED_ST_RUNNING)
@@ -287,7 +287,7 @@ static void wake(struct sched_core *c, int from, int to, uint64_t now)
 	if (t->state == SCHED_ST_DONE)
 		return;
 	if (t->state != SCHED_ST_WAITING && t->state != SCHED_ST_IDLE) {
-		t->kick_pending = true;
+		sc_set_kick_pending(c, to, true);
 		return;
 	}
 	if (t->parked) {
@@ -367,9 +367,22 @@ void sched_core_stop(struct sched_core *c, uint64_t now)
 
 void sched_core_resumed(struct sched_core *c, int v, uint64_t now)
 {
+	sc_begin(c, now);
 	struct sched_vcore *x = &c->v[v];
 	if (x->kicked_at) {
 		sched_hist_add(&x->st.kick_latency, now > x->kicked_at ? now - x->kicked_at : 0);
 		x->kicked_at = 0;
+	}
+	/* Only the first return after a grant: a call that kept the slot (a
+	 * kick, a spin nobody took) must not lose a request made while it ran. */
+	if (!x->resume_due || x->state != SCHED_ST_RUNNING || x->preempt_req)
+		return;
+	x->resume_due = false;
+	/* A slice that ended before the guest ran again was not its slice. */
+	if (x->preempt_pending) {
+		sc_set_pending(c, v, false);
+		c->slot[x->slot].slice_start = now;
+	} else if (x->fresh_slice) {
+		c->slot[x->slot].slice_start = now;
 	}
 }

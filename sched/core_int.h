@@ -11,6 +11,7 @@ void sc_emit(struct sched_core *c, enum sched_action_kind k, int v, int val);
 void sc_set_state(struct sched_core *c, int v, enum sched_vstate s, uint64_t now);
 void sc_set_preempted(struct sched_core *c, int v, bool on);
 void sc_set_pending(struct sched_core *c, int v, bool on);
+void sc_set_kick_pending(struct sched_core *c, int v, bool on);
 void sc_make_runnable(struct sched_core *c, int v, bool front, uint64_t now);
 void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now);
 void sc_release(struct sched_core *c, int v, int to, uint64_t now);

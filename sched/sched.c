@@ -28,6 +28,7 @@ struct svcpu {
 	int pinned_cpu;       /* under the mutex */
 	pthread_t thread;     /* the vCPU's thread, once it has entered */
 	bool has_thread;
+	uint64_t granted_ns;  /* its last grant; written and read by its own thread */
 };
 
 struct sched {
@@ -156,6 +157,9 @@ static void run_actions(struct sched *s)
 		switch (a->kind) {
 		case SCHED_ACT_GRANT:
 			atomic_store_explicit(&x->yield_req, 0, memory_order_relaxed);
+			/* RUNNABLE time ended with this grant: the guest's steal */
+			if (x->ops->set_steal_ns)
+				x->ops->set_steal_ns(x->opaque, c->v[a->v].st.ns_runnable);
 			pin(s, a->v, a->val);
 			pthread_cond_signal(&x->cv);
 			break;
@@ -175,7 +179,11 @@ static void run_actions(struct sched *s)
 			break;
 		case SCHED_ACT_SET_PREEMPT_PENDING:
 			if (x->ops->set_preempt_pending)
-				x->ops->set_preempt_pending(x->opaque, a->val);
+				x->ops->set_preempt_pending(x->opaque, (uint32_t)a->val);
+			break;
+		case SCHED_ACT_SET_KICK_PENDING:
+			if (x->ops->set_kick_pending)
+				x->ops->set_kick_pending(x->opaque, a->val);
 			break;
 		case SCHED_ACT_WAKE_ALL:
 			for (int v = 0; v < c->nvcpus; v++)
@@ -210,7 +218,9 @@ static int block_unlock(struct sched *s, int v, int *wake_reason)
 		pthread_cond_wait(&s->vc[v].cv, &s->mu);
 	int r = c->stopping ? -ECANCELED : c->deadlock ? -EDEADLK : 0;
 	if (!r) {
+		s->vc[v].granted_ns = c->v[v].state_since; /* RUNNING since the grant */
 		sched_core_resumed(c, v, sched_now_ns());
+		run_actions(s);
 		if (wake_reason)
 			*wake_reason = c->v[v].wake_reason;
 	}
@@ -234,6 +244,11 @@ int sched_vcpu_enter(struct sched *s, int v)
 	if (s->c->v[v].state == SCHED_ST_RUNNING)
 		pin(s, v, s->c->v[v].slot);
 	return block_unlock(s, v, NULL);
+}
+
+uint64_t sched_vcpu_granted_ns(const struct sched *s, int v)
+{
+	return s->vc[v].granted_ns;
 }
 
 bool sched_vcpu_after_exit(struct sched *s, int v)

@@ -65,10 +65,15 @@ struct sched_vcpu_ops {
 	bool (*in_critical)(void *opaque);
 	int (*waiting_for)(void *opaque);            /* global vCPU index, -1 */
 	void (*set_preempted)(void *opaque, bool on);
-	void (*set_preempt_pending)(void *opaque, bool on);
+	/* 0, or the number of a new request (per vCPU, never 0) */
+	void (*set_preempt_pending)(void *opaque, uint32_t req);
 	/* Blocked inside the host kernel (halted with an in-kernel irqchip);
 	 * asked every params.halt_check_ns, so a cheap read is enough. */
 	bool (*blocked_in_kernel)(void *opaque);
+	/* Shared-page writes: a kick no wait consumed; the vCPU's time spent
+	 * runnable but not running so far (at each grant). */
+	void (*set_kick_pending)(void *opaque, bool on);
+	void (*set_steal_ns)(void *opaque, uint64_t ns);
 };
 
 struct sched;
@@ -99,6 +104,10 @@ int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns);
  * hand its slot to target and then blocks until granted again. */
 int sched_vcpu_kick(struct sched *s, int from, int target);
 void sched_vcpu_done(struct sched *s, int v);
+/* When v was last granted a slot (sched_now_ns clock): the end of the time
+ * the scheduler held it out. Only v's own thread, after a call that returned
+ * 0; the time from the grant until the thread runs is the host's run delay. */
+uint64_t sched_vcpu_granted_ns(const struct sched *s, int v);
 
 uint64_t sched_now_ns(void);
 /* The event loop's side (see the top of this file): the deadline to sleep

@@ -56,3 +56,13 @@ bool kvm_steal_time_add(const struct guest_mem *m, uint64_t gpa, uint64_t ns)
 	__atomic_store_n(&st->version, (ver | 1) + 1, __ATOMIC_RELEASE);
 	return true;
 }
+
+int kvm_steal_time_yield_slot(struct sched *s, int v, uint64_t *held_ns)
+{
+	uint64_t t0 = sched_now_ns();
+	int r = sched_vcpu_yield_slot(s, v);
+	uint64_t granted = r < 0 ? t0 : sched_vcpu_granted_ns(s, v);
+	/* not from t0 to now: the wake-up after the grant is KVM's to count */
+	*held_ns = granted > t0 ? granted - t0 : 0;
+	return r;
+}

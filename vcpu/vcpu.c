@@ -254,7 +254,8 @@ int vcpu_unblock_kick_in_run(int vcpu_fd)
 /*
  * The slot goes back. While this thread waits for another, the guest's
  * steal-time record (if it registered one) says the vCPU is preempted, and
- * the wait is added to its steal time: see kvm_steal_time.h.
+ * the time the scheduler held it out is added to its steal time: see
+ * kvm_steal_time.h.
  */
 /* Waits while the record is unknown are lost to the guest's steal time, so
  * the window stays short; ~100 ioctls a second per vCPU cost nothing. */
@@ -263,7 +264,7 @@ int vcpu_unblock_kick_in_run(int vcpu_fd)
 static int yield_slot(struct vcpu *v, struct sched *s, int me)
 {
 	const struct hc_vm *hc = v->env->hc;
-	uint64_t gpa = 0, t0 = sched_now_ns();
+	uint64_t gpa = 0, t0 = sched_now_ns(), held = 0;
 	bool st = false;
 	/* A guest that registered a record is asked every time (it may move
 	 * it); one that has not, every 10 ms: an ioctl per yield is not free. */
@@ -274,13 +275,10 @@ static int yield_slot(struct vcpu *v, struct sched *s, int me)
 		if (!st)
 			v->steal_recheck_ns = t0 + STEAL_RECHECK_NS;
 	}
-	int r = sched_vcpu_yield_slot(s, me);
+	int r = kvm_steal_time_yield_slot(s, me, &held);
 	/* a vCPU that will not run again (the run stops) was not kept waiting */
-	if (st && r >= 0) {
-		uint64_t d = sched_now_ns() - t0;
-		if (kvm_steal_time_add(&hc->mem, gpa, d))
-			v->steal_ns += d;
-	}
+	if (st && r >= 0 && held && kvm_steal_time_add(&hc->mem, gpa, held))
+		v->steal_ns += held;
 	return r;
 }
 

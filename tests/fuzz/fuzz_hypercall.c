@@ -1,14 +1,18 @@
 /* libFuzzer: the hypercall dispatcher (hypercalls/dispatch.c) as a hostile
- * guest drives it, with a scheduler that never blocks: byte 0 says how many
+ * guest drives it, against the real co-scheduler: byte 0 says how many
  * calls follow (34 bytes each: nr, vcpu, 4 x u64 args); the rest of the input becomes the
  * start and the end of a 64 KiB guest memory (strings the guest points at,
  * some running into the end of memory). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hypercalls/hypercalls.h"
+#include "sched/sched.h"
+#include "vmm/core/sched_hc_ops.h"
 
 #define MEM (64u << 10)
 #define NCPUS 4
@@ -22,29 +26,48 @@ static void console(void *opaque, const char *buf, unsigned len)
 		sink = (char)(sink ^ buf[i]);
 }
 
-/* A scheduler that never blocks, so wait/kick/yield/spin reach their checks
- * of the guest's arguments (alignment, guest memory, vCPU range) and back. */
-static int fake_wait(void *s, int v, uint64_t timeout_ns)
+/*
+ * The real co-scheduler (sched/) behind wait/kick/yield_to/spin, with one
+ * slot per vCPU and an event-loop thread that ticks, so a call blocks at
+ * most for its wait's timeout, which the harness keeps short (one thread
+ * drives every vCPU: a wait without one could only end in deadlock).
+ */
+static struct sched *sched;
+static pthread_t ticker_thread;
+
+static void *ticker(void *arg)
 {
-	(void)s, (void)v;
-	return timeout_ns ? -ETIMEDOUT : 0;
+	(void)arg;
+	struct timespec t = { 0, 50000 };
+	for (;;) {
+		nanosleep(&t, NULL);
+		sched_tick(sched, sched_now_ns());
+	}
+	return NULL;
 }
 
-static int fake_pair(void *s, int v, int target)
+static void sched_once(void)
 {
-	(void)s, (void)v, (void)target;
-	return 0;
+	if (sched)
+		return;
+	struct sched_params p = { .nvcpus = NCPUS, .npcpus = NCPUS, .policy = "holder",
+				  .spin_sources = SCHED_SPIN_YIELD, .defer = true };
+	const char *why = NULL;
+	sched = sched_create(&p, &why);
+	if (!sched)
+		abort();
+	sched_start(sched);
+	for (int v = 0; v < NCPUS; v++)
+		if (sched_vcpu_enter(sched, v) < 0) /* granted: one slot each */
+			abort();
+	pthread_create(&ticker_thread, NULL, ticker, NULL);
 }
 
-static int fake_one(void *s, int v)
+static bool abi_error(int64_t r)
 {
-	(void)s, (void)v;
-	return 0;
+	return r == -VMM_EPERM || r == -VMM_ESRCH || r == -VMM_EFAULT || r == -VMM_EINVAL ||
+	       r == -VMM_ENOSYS || r == -VMM_ETIMEDOUT;
 }
-
-static const struct hc_sched_ops fake_sched = {
-	.wait = fake_wait, .kick = fake_pair, .spin = fake_pair, .safe_point = fake_one,
-};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -67,14 +90,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(mem, rest, nrest);
 	memcpy(mem + MEM - nrest, rest, nrest);
 	memset(reports, 0, sizeof(reports));
+	sched_once();
 	struct hc_vm vm = { .ncpus = NCPUS, .reports = reports, .console = console,
-			    .sched_ops = &fake_sched, .pv_features = ~0u };
+			    .sched_ops = &sched_glue_hc_ops, .sched = sched, .pv_features = ~0u };
 	guest_mem_init_flat(&vm.mem, mem, MEM);
 	for (size_t i = 0; i < ncalls; i++, calls += 34) {
 		uint64_t args[4];
 		memcpy(args, calls + 2, sizeof(args));
-		struct hc_result r = hc_dispatch(&vm, calls[1] % NCPUS, calls[0], args);
-		(void)r;
+		if (calls[0] == VMM_HC_WAIT)
+			args[2] = 1 + args[2] % 20000; /* never forever (see sched_once) */
+		unsigned v = calls[1] % NCPUS;
+		struct hc_result r = hc_dispatch(&vm, v, calls[0], args);
+		/* every answer is one the ABI defines; the scheduler never stops us */
+		if (r.stop || (r.ret < 0 && !abi_error(r.ret)))
+			abort();
+		if (sched_vcpu_after_exit(sched, (int)v) && sched_vcpu_yield_slot(sched, (int)v) < 0)
+			abort();
 		(void)hc_name(calls[0]);
 	}
 	uint64_t v;

@@ -89,3 +89,30 @@ def test_random_hypercalls_from_a_guest_are_all_answered():
         assert all(x["calls"] == 3000 for x in reps), reps
         # every error the guest saw is one the VMM counted, and nothing else
         assert r.report["hypercall_errors"] == sum(x["errors"] for x in reps) > 0, r.report["hypercall_errors"]
+
+
+@harness.nested_stage
+def test_conformance_guest_finds_no_violation_under_overcommit():
+    """tests/guests/conformance_guest.c checks, on every vCPU, each "must" and
+    each "the VMM writes/clears" of ABI.md sections 4 and 7 (kick_pending,
+    preempt_pending after a safe-point yield, preempted, steal_ns, error
+    codes and their order), 4 vCPUs on 2 slots."""
+    need_kvm()
+    r = vmm("--firmware", guest("conformance_guest.elf"), "-c", "4", "--pcpus", "2", "--timeout", "120s", "-q",
+            timeout=180)
+    assert r.rc == 0, r
+    rep = r.report
+    reps = [v["reports"] for v in rep["vcpus"]]
+    for i, x in enumerate(reps):
+        # no check failed (first_bad: the guest's source line of the first one)
+        assert x["violations"] == 0, (i, x)
+        # every fixed check ran, and the loops checked too
+        assert x["fixed"] == x["expected"] and x["checks"] > x["fixed"], (i, x)
+    # the calls made to get an error were counted, the timed-out wait was not
+    assert rep["hypercall_errors"] == sum(x["bad_calls"] for x in reps), (rep["hypercall_errors"], reps)
+    # a safe point was reached with preempt_pending set (and found it cleared)
+    assert sum(x["safe_yields"] for x in reps) > 0, reps
+    # steal_ns in the page: what the guest last read, up to what the scheduler counted
+    for v, x in zip(rep["vcpus"], reps):
+        assert x["steal_ns"] <= v["steal_ns"] <= v["sched"]["ns_runnable"], (x, v["steal_ns"], v["sched"])
+    assert any(v["steal_ns"] > 0 for v in rep["vcpus"]), rep["vcpus"]

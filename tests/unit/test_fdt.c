@@ -96,6 +96,17 @@ int main(void)
 		CHECK(l.fdt_gpa >= l.reserved_base && l.shared_gpa + 6 * 4096 <= cfg.mem_bytes);
 	}
 
+	/* unit addresses are hex (ABI.md 3): vCPU 11 is cpu@b; /reserved-memory
+	 * has 2 address and 2 size cells */
+	cfg.ncpus = 12;
+	CHECK_EQ(layout_compute(cfg.mem_bytes, cfg.ncpus, &l), 0);
+	CHECK_EQ(fdt_build(buf, sizeof(buf), &info), 0);
+	int c11 = fdt_path_offset(buf, "/cpus/cpu@b");
+	CHECK(c11 >= 0 && get_u32(buf, c11, "reg") == 11);
+	CHECK(fdt_path_offset(buf, "/cpus/cpu@11") < 0);
+	rsv = fdt_path_offset(buf, "/reserved-memory");
+	CHECK(get_u32(buf, rsv, "#address-cells") == 2 && get_u32(buf, rsv, "#size-cells") == 2);
+
 	/* a buffer too small is an error, not an overflow */
 	static char tiny[256];
 	CHECK(fdt_build(tiny, sizeof(tiny), &info) < 0);

@@ -1,10 +1,22 @@
-/* The hypercall dispatcher: each call's contract, and random calls never crash it. */
+/*
+ * The hypercall dispatcher: each call's contract, and random calls never
+ * crash it; the PV calls (wait, kick, yield_to, spin) both through a
+ * recording stand-in and against the real co-scheduler (sched/) with fake
+ * vCPU threads, whose shared pages the scheduler writes as in a VM.
+ */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "hypercalls/hypercalls.h"
+#include "sched/sched.h"
+#include "vmm/core/sched_hc_ops.h"
 
 #define MEM (1u << 20)
 
@@ -140,6 +152,201 @@ static void test_pv_calls(uint8_t *mem)
 	CHECK_EQ(fake.op, 0);
 }
 
+/* ---- the real scheduler ---- */
+
+#define US 1000ull
+#define MS (1000 * US)
+
+/* A negative answer the ABI defines (ABI.md 4: "Error numbers used"). */
+static bool abi_error(int64_t r)
+{
+	return r == -VMM_EPERM || r == -VMM_ESRCH || r == -VMM_EFAULT || r == -VMM_EINVAL ||
+	       r == -VMM_ENOSYS || r == -VMM_ETIMEDOUT;
+}
+
+/* The fake vCPUs' shared pages, written by the scheduler as sched_glue does. */
+static struct vmm_shared_page pages[2];
+
+static void pg_set_preempted(void *o, bool on) { __atomic_store_n(&((struct vmm_shared_page *)o)->preempted, on, __ATOMIC_SEQ_CST); }
+static void pg_set_pending(void *o, uint32_t req) { __atomic_store_n(&((struct vmm_shared_page *)o)->preempt_pending, req, __ATOMIC_SEQ_CST); }
+static void pg_set_kick(void *o, bool on) { __atomic_store_n(&((struct vmm_shared_page *)o)->kick_pending, on, __ATOMIC_SEQ_CST); }
+static void pg_set_steal(void *o, uint64_t ns) { __atomic_store_n(&((struct vmm_shared_page *)o)->steal_ns, ns, __ATOMIC_SEQ_CST); }
+static bool pg_in_critical(void *o) { return __atomic_load_n(&((struct vmm_shared_page *)o)->in_critical, __ATOMIC_SEQ_CST) != 0; }
+
+static const struct sched_vcpu_ops page_ops = {
+	.set_preempted = pg_set_preempted, .set_preempt_pending = pg_set_pending,
+	.set_kick_pending = pg_set_kick, .set_steal_ns = pg_set_steal, .in_critical = pg_in_critical,
+};
+
+static uint32_t pg(int v, size_t off)
+{
+	return __atomic_load_n((uint32_t *)((uint8_t *)&pages[v] + off), __ATOMIC_SEQ_CST);
+}
+#define PG(v, field) pg(v, offsetof(struct vmm_shared_page, field))
+
+/* The event loop's part: ticks, so that slices end and timeouts fire. */
+static atomic_int ticker_stop;
+static void *ticker(void *arg)
+{
+	struct sched *s = arg;
+	struct timespec t = { 0, 100 * US };
+	while (!atomic_load(&ticker_stop)) {
+		nanosleep(&t, NULL);
+		sched_tick(s, sched_now_ns());
+	}
+	return NULL;
+}
+
+static struct sched *real_sched(int n, int m, bool defer, pthread_t *tick)
+{
+	struct sched_params p = { .nvcpus = n, .npcpus = m, .policy = "holder", .slice_ns = 1 * MS,
+				  .spin_sources = SCHED_SPIN_YIELD, .defer = defer, .defer_max_ns = 10000 * MS };
+	const char *why = NULL;
+	struct sched *s = sched_create(&p, &why);
+	if (!s) {
+		printf("sched_create: %s\n", why);
+		exit(1);
+	}
+	memset(pages, 0, sizeof(pages));
+	for (int v = 0; v < n; v++)
+		sched_set_vcpu(s, v, &page_ops, &pages[v]);
+	sched_start(s);
+	atomic_store(&ticker_stop, 0);
+	pthread_create(tick, NULL, ticker, s);
+	return s;
+}
+
+static void real_sched_end(struct sched *s, pthread_t tick)
+{
+	atomic_store(&ticker_stop, 1);
+	pthread_join(tick, NULL);
+	sched_destroy(s);
+}
+
+static struct hc_vm real_vm;
+
+static struct hc_result rcall(unsigned v, uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2)
+{
+	uint64_t args[4] = { a0, a1, a2, 0 };
+	struct hc_result r = hc_dispatch(&real_vm, v, nr, args);
+	/* what the vCPU loop does after every exit */
+	if (!r.stop && sched_vcpu_after_exit(real_vm.sched, (int)v))
+		sched_vcpu_yield_slot(real_vm.sched, (int)v);
+	return r;
+}
+
+#define W0 0x6000
+#define W1 0x6010
+
+/* vCPU 0: a safe point, kicks, waits, a timeout, a directed yield, a deadlock. */
+static void *script0(void *arg)
+{
+	(void)arg;
+	struct sched *s = real_vm.sched;
+	CHECK_EQ(sched_vcpu_enter(s, 0), 0);
+	/* ABI.md 7: the slice ends with vCPU 1 queued: preempt_pending, no preemption */
+	uint64_t until = sched_now_ns() + 2000 * MS;
+	while (!PG(0, preempt_pending) && sched_now_ns() < until)
+		;
+	CHECK_EQ(PG(0, preempt_pending), 1); /* the first request: number 1 */
+	CHECK_EQ(rcall(0, VMM_HC_YIELD_TO, ~0ull, 0, 0).ret, 0); /* the safe point: vCPU 1 runs */
+	CHECK(PG(0, preempt_pending) == 0 && PG(0, preempted) == 0);
+	/* vCPU 1 sleeps in wait now. A self-kick stays pending, in the page too */
+	CHECK_EQ(rcall(0, VMM_HC_KICK, 0, 0, 0).ret, 0);
+	CHECK_EQ(PG(0, kick_pending), 1);
+	CHECK_EQ(rcall(0, VMM_HC_WAIT, W0, 5, 0).ret, 0); /* returns at once */
+	CHECK_EQ(PG(0, kick_pending), 0);
+	CHECK_EQ(rcall(0, VMM_HC_WAIT, W0, 6, 0).ret, 1); /* the value differs */
+	uint64_t errs = atomic_load(&real_vm.errors), t0 = sched_now_ns();
+	struct hc_result r = rcall(0, VMM_HC_WAIT, W0, 5, 3 * MS);
+	CHECK(r.ret == -VMM_ETIMEDOUT && !r.stop && sched_now_ns() - t0 >= 3 * MS);
+	CHECK_EQ(atomic_load(&real_vm.errors), errs); /* a timeout is no bad call */
+	CHECK_EQ(rcall(0, VMM_HC_KICK, 1, 0, 0).ret, 0); /* wakes vCPU 1: nothing left pending */
+	CHECK_EQ(PG(1, kick_pending), 0);
+	CHECK_EQ(rcall(0, VMM_HC_YIELD_TO, 1, 0, 0).ret, 0); /* holder: vCPU 1 gets the slot */
+	CHECK_EQ(PG(0, preempted), 0);
+	/* vCPU 1 has ended: a wait nothing can end is a deadlock, the vCPU stops */
+	r = rcall(0, VMM_HC_WAIT, W0, 5, 0);
+	CHECK_EQ(r.stop, -EDEADLK);
+	sched_vcpu_done(s, 0);
+	return NULL;
+}
+
+/* vCPU 1: queued at start, so it has steal; sleeps until vCPU 0 kicks it. */
+static void *script1(void *arg)
+{
+	(void)arg;
+	struct sched *s = real_vm.sched;
+	CHECK_EQ(sched_vcpu_enter(s, 1), 0);
+	CHECK(__atomic_load_n(&pages[1].steal_ns, __ATOMIC_SEQ_CST) >= 1 * MS); /* a slice, queued */
+	CHECK_EQ(PG(1, preempted), 0);
+	CHECK_EQ(rcall(1, VMM_HC_WAIT, W1, 7, 0).ret, 0); /* until kicked */
+	CHECK(PG(1, preempted) == 0 && PG(1, kick_pending) == 0);
+	CHECK_EQ(rcall(1, VMM_HC_KICK, 2, 0, 0).ret, -VMM_ESRCH);
+	CHECK_EQ(rcall(1, VMM_HC_YIELD_TO, 9, 0, 0).ret, -VMM_ESRCH);
+	CHECK_EQ(rcall(1, VMM_HC_SPIN, ~0ull, 0, 0).ret, 0);
+	CHECK_EQ(rcall(1, VMM_HC_YIELD_TO, ~0ull, 0, 0).ret, 0); /* nothing pending: goes on */
+	sched_vcpu_done(s, 1);
+	return NULL;
+}
+
+static void test_pv_calls_real_sched(uint8_t *mem)
+{
+	struct hc_vcpu_reports reports[2] = { 0 };
+	pthread_t tick, t0, t1;
+	struct sched *s = real_sched(2, 1, true, &tick);
+	real_vm = (struct hc_vm){ .ncpus = 2, .reports = reports, .sched_ops = &sched_glue_hc_ops, .sched = s,
+				  .pv_features = VMM_PV_WAIT_KICK | VMM_PV_YIELD | VMM_PV_SPIN_EXIT | VMM_PV_SAFE_POINT };
+	guest_mem_init_flat(&real_vm.mem, mem, MEM);
+	*(uint32_t *)(mem + W0) = 5;
+	*(uint32_t *)(mem + W1) = 7;
+	pthread_create(&t0, NULL, script0, NULL);
+	pthread_create(&t1, NULL, script1, NULL);
+	pthread_join(t0, NULL);
+	pthread_join(t1, NULL);
+	real_sched_end(s, tick);
+}
+
+/*
+ * Random calls against the real scheduler (two vCPUs, two slots, one
+ * thread): every answer is one the ABI defines, -ETIMEDOUT included, and
+ * every error but a timeout is counted.
+ */
+static void fuzz_real_sched(uint8_t *mem)
+{
+	struct hc_vcpu_reports reports[2] = { 0 };
+	pthread_t tick;
+	struct sched *s = real_sched(2, 2, false, &tick);
+	real_vm = (struct hc_vm){ .ncpus = 2, .reports = reports, .sched_ops = &sched_glue_hc_ops, .sched = s,
+				  .pv_features = ~0u };
+	guest_mem_init_flat(&real_vm.mem, mem, MEM);
+	unsigned seed = 11;
+	uint64_t bad = 0, out_of_range = 0, timeouts = 0, errs0 = atomic_load(&real_vm.errors);
+	for (int i = 0; i < 20000; i++) {
+		uint64_t nr = VMM_HC_WAIT + (uint64_t)(rand_r(&seed) % 4);
+		uint64_t a[3];
+		for (int k = 0; k < 3; k++)
+			a[k] = (rand_r(&seed) & 1) ? (uint64_t)rand_r(&seed) % 4 : ((uint64_t)rand_r(&seed) << 33) ^ (uint64_t)rand_r(&seed);
+		if (nr == VMM_HC_WAIT) {
+			a[0] = (rand_r(&seed) & 3) ? 0x7000 + 4 * (a[0] % 4) : a[0]; /* mostly a real word */
+			a[1] = rand_r(&seed) & 1 ? 0 : a[1];
+			a[2] = 1 + a[2] % (20 * US); /* never forever: one thread drives both vCPUs */
+		}
+		struct hc_result r = rcall((unsigned)(rand_r(&seed) & 1), nr, a[0], a[1], a[2]);
+		CHECK_EQ(r.stop, 0);
+		if (r.ret == -VMM_ETIMEDOUT)
+			timeouts++;
+		else if (r.ret < 0)
+			bad++;
+		if (r.ret < 0 && !abi_error(r.ret))
+			out_of_range++;
+	}
+	CHECK_EQ(out_of_range, 0);
+	CHECK(timeouts > 0); /* the path was taken */
+	CHECK_EQ(atomic_load(&real_vm.errors) - errs0, bad);
+	real_sched_end(s, tick);
+}
+
 int main(void)
 {
 	static uint8_t mem[MEM];
@@ -212,11 +419,14 @@ int main(void)
 		r = hc_dispatch(&vm, (unsigned)(rand_r(&seed) & 1), nr, args);
 		if (r.ret < 0)
 			bad++;
-		if (r.ret < -VMM_ENOSYS)
+		if (r.ret < 0 && !abi_error(r.ret))
 			out_of_range++;
 	}
 	CHECK_EQ(out_of_range, 0);
 	CHECK_EQ(atomic_load(&vm.errors) - errs_before, bad);
 	test_pv_calls(mem);
+	memset(mem, 0, MEM);
+	test_pv_calls_real_sched(mem);
+	fuzz_real_sched(mem);
 	return check_summary();
 }

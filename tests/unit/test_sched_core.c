@@ -24,8 +24,9 @@ struct fake {
 	bool running[MAXV];
 	bool force[MAXV];
 	uint64_t exit_at[MAXV];     /* when a forced vCPU notices */
-	bool preempted[MAXV], pending[MAXV];
+	bool preempted[MAXV], pending[MAXV], kick_pending[MAXV];
 	uint64_t pending_since[MAXV];
+	uint32_t last_req[MAXV];
 	int grants[MAXV];           /* GRANTs in the last batch */
 	int grant_slot[MAXV];
 	int forces[MAXV];
@@ -73,12 +74,21 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 			break;
 		case SCHED_ACT_SET_PREEMPT_PENDING:
 			CHECK(f->pending[a.v] != (bool)a.val);
+			/* a request is a new number, never 0 (ABI.md 7) */
+			if (a.val) {
+				CHECK((uint32_t)a.val != f->last_req[a.v]);
+				f->last_req[a.v] = (uint32_t)a.val;
+			}
 			f->pending[a.v] = a.val;
 			if (a.val)
 				f->pending_since[a.v] = now;
 			break;
 		case SCHED_ACT_WAKE_ALL:
 			f->wake_all = a.val;
+			break;
+		case SCHED_ACT_SET_KICK_PENDING:
+			CHECK(f->kick_pending[a.v] != (bool)a.val);
+			f->kick_pending[a.v] = a.val;
 			break;
 		case SCHED_ACT_PARK:
 			CHECK(!"parking without halt checks"); /* test_sched_halts.c */
@@ -140,6 +150,7 @@ static void check_invariants(struct sched_core *c, struct fake *f, uint64_t now)
 		CHECK(f->running[v] == (x->state == SCHED_ST_RUNNING));
 		CHECK(f->preempted[v] == x->preempted);
 		CHECK(f->pending[v] == x->preempt_pending);
+		CHECK(f->kick_pending[v] == x->kick_pending); /* the shared page says it (ABI.md 7) */
 		/* Deferral is bounded: past the hard deadline it is forced. */
 		if (x->preempt_pending && !x->preempt_req)
 			CHECK(now < f->pending_since[v] + c->defer_max_ns);
@@ -462,10 +473,17 @@ static void case_kick_before_wait(void)
 	struct sched_core *c = mk("none", 2, 2, 1, NULL, false, 0, &f);
 	sched_core_kick(c, 0, 1, 5);
 	drain(c, &f, 5);
-	CHECK(c->v[1].kick_pending);
+	CHECK(c->v[1].kick_pending && f.kick_pending[1]);
 	CHECK(sched_core_wait(c, 1, SCHED_NO_TIMEOUT, 6) == 0);
 	drain(c, &f, 6);
-	CHECK(c->v[1].state == SCHED_ST_RUNNING && !c->v[1].kick_pending);
+	CHECK(c->v[1].state == SCHED_ST_RUNNING && !c->v[1].kick_pending && !f.kick_pending[1]);
+	/* a self-kick is a kick like any other */
+	sched_core_kick(c, 1, 1, 7);
+	drain(c, &f, 7);
+	CHECK(f.kick_pending[1]);
+	CHECK(sched_core_wait(c, 1, SCHED_NO_TIMEOUT, 7) == 0);
+	drain(c, &f, 7);
+	CHECK(!f.kick_pending[1]);
 	/* consumed: the next wait sleeps */
 	CHECK(sched_core_wait(c, 1, SCHED_NO_TIMEOUT, 7) == 1);
 	drain(c, &f, 7);
@@ -503,6 +521,50 @@ static void case_kick_front_and_handoff(void)
 	sched_core_stats(c, 0, 20, &st);
 	CHECK(st.yields_received == 1 && st.kicks_received == 1);
 	CHECK(st.kick_latency.count == 1 && sched_hist_percentile(&st.kick_latency, 50) == 10);
+	sched_core_destroy(c);
+}
+
+/*
+ * ABI.md 7: a vCPU back from giving up its slot reads preempt_pending 0.
+ * The grant reaches its thread late (the host wakes it); a slice end in
+ * between must not leave a request the guest finds on its return.
+ */
+static void case_pending_cleared_when_it_runs_again(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, 1, NULL, true, 0, &f);
+	uint64_t now = 0;
+	run_until(c, &f, &now, 2 * MS);
+	CHECK(f.pending[0]); /* vCPU 0's slice ended: asked to yield */
+	sched_core_safe_point(c, 0, 2 * MS + 10 * US);
+	drain(c, &f, 2 * MS + 10 * US);
+	CHECK(c->slot[0].vcpu == 1 && !f.pending[0]);
+	/* vCPU 1's thread is slow to wake: its slice "ends" before it ran */
+	sched_core_tick(c, 4 * MS + 20 * US);
+	drain(c, &f, 4 * MS + 20 * US);
+	CHECK(f.pending[1]);
+	sched_core_resumed(c, 1, 4 * MS + 50 * US);
+	drain(c, &f, 4 * MS + 50 * US);
+	CHECK(!f.pending[1] && !c->v[1].preempt_pending);
+	/* and its slice starts now, not at the grant */
+	CHECK(sched_core_next_deadline(c) == 6 * MS + 50 * US);
+	/* a request made while it runs stays, whatever call it comes back from */
+	sched_core_tick(c, 6 * MS + 50 * US);
+	drain(c, &f, 6 * MS + 50 * US);
+	CHECK(f.pending[1]);
+	sched_core_kick(c, 1, 0, 6 * MS + 55 * US); /* vCPU 0 is queued, not waiting */
+	drain(c, &f, 6 * MS + 55 * US);
+	sched_core_resumed(c, 1, 6 * MS + 56 * US);
+	drain(c, &f, 6 * MS + 56 * US);
+	CHECK(f.pending[1] && c->slot[0].slice_start == 4 * MS + 50 * US);
+	/* vCPU 0 comes back the same way; a fresh slice starts when it runs */
+	sched_core_safe_point(c, 1, 6 * MS + 60 * US);
+	drain(c, &f, 6 * MS + 60 * US);
+	CHECK(c->slot[0].vcpu == 0 && !f.pending[0]);
+	sched_core_resumed(c, 0, 7 * MS);
+	drain(c, &f, 7 * MS);
+	CHECK(!f.pending[0]);
+	CHECK(sched_core_next_deadline(c) == 9 * MS);
 	sched_core_destroy(c);
 }
 
@@ -653,6 +715,7 @@ static void run_cases(void)
 	CASE(case_round_robin());
 	CASE(case_kick_before_wait());
 	CASE(case_kick_front_and_handoff());
+	CASE(case_pending_cleared_when_it_runs_again());
 	CASE(case_wait_timeout());
 	CASE(case_deadlock());
 	CASE(case_deferral());

@@ -85,6 +85,7 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 			break;
 		case SCHED_ACT_SET_PREEMPTED:
 		case SCHED_ACT_SET_PREEMPT_PENDING:
+		case SCHED_ACT_SET_KICK_PENDING:
 		case SCHED_ACT_WAKE_ALL:
 			break;
 		}

@@ -219,9 +219,10 @@ static void test_tick(void)
 	uint64_t t0 = sched_now_ns();
 	sched_start(s);
 	CHECK(wake_fd_fires(s, 0));
+	/* the slice starts when the granted thread is back (sched_core_resumed) */
+	CHECK(sched_vcpu_enter(s, 0) == 0);
 	uint64_t d = sched_next_deadline(s);
 	CHECK(d >= t0 + SCHED_DEFAULT_SLICE_NS && d != UINT64_MAX);
-	CHECK(sched_vcpu_enter(s, 0) == 0);
 	sched_tick(s, d - 1);
 	CHECK(atomic_load(&fvs[0].force) == 0 && !sched_vcpu_after_exit(s, 0));
 	CHECK(sched_next_deadline(s) == d && !fd_readable(sched_wake_fd(s)));
@@ -445,13 +446,15 @@ static void test_single_thread(void)
 	 * loaded machine it may already have passed) */
 	CHECK(d != UINT64_MAX && d > t0);
 	CHECK(sched_vcpu_enter(s, 0) == 0);
+	uint64_t t_enter = sched_now_ns();
 	/* kick before wait returns at once, from the VMM or from itself */
 	CHECK(sched_vcpu_kick(s, -1, 0) == 0);
 	CHECK(sched_vcpu_wait(s, 0, SCHED_NO_TIMEOUT) == 0);
 	CHECK(sched_vcpu_kick(s, 0, 0) == 0);
 	CHECK(sched_vcpu_wait(s, 0, SCHED_NO_TIMEOUT) == 0);
 	CHECK(!sched_vcpu_after_exit(s, 0));
-	sched_tick(s, d + SCHED_DEFAULT_SLICE_NS); /* past the slice end */
+	/* past the slice end: the slice started when the thread entered */
+	sched_tick(s, t_enter + SCHED_DEFAULT_SLICE_NS);
 	CHECK(atomic_load(&fvs[0].force) == 1 && sched_vcpu_after_exit(s, 0));
 	sched_stop(s);
 	CHECK(sched_vcpu_yield_slot(s, 0) == -ECANCELED);

@@ -26,7 +26,8 @@ static int build_cpus(void *fdt, unsigned ncpus)
 	TRY(fdt_property_u32(fdt, "#size-cells", 0));
 	for (unsigned i = 0; i < ncpus; i++) {
 		char name[24];
-		snprintf(name, sizeof(name), "cpu@%u", i);
+		/* a unit address is hex, as reg is (ABI.md 3; the devicetree spec) */
+		snprintf(name, sizeof(name), "cpu@%x", i);
 		TRY(fdt_begin_node(fdt, name));
 		TRY(fdt_property_string(fdt, "device_type", "cpu"));
 		TRY(fdt_property_u32(fdt, "reg", i));

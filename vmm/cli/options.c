@@ -149,7 +149,7 @@ const struct cli_opt cli_run_opts[] = {
 	/* No default here: unless told, a guest gets its duration plus a
 	 * margin for boot and report (cli.c), a Linux guest no limit. */
 	{ .name = "timeout", .metavar = "T", .kind = CLI_OPT_TIME, .min = 0, .max = UINT64_MAX, FIELD(timeout_ms),
-	  .def_help = "duration + 30s", .example = "60s, 0 for none",
+	  .def_help = "2 x duration + 30s", .example = "60s, 0 for none",
 	  .help = "stop a guest that runs longer, 0 = never" },
 	{ .name = "json", .metavar = "FILE", .kind = CLI_OPT_STRING, FIELD(json_path),
 	  .help = "also write the report as JSON" },

@@ -18,6 +18,7 @@
 #include "vmm/spin/ple_perf.h"
 #include "vmm/sandbox/seccomp_filters.h"
 #include "vmm/core/dev_poller.h"
+#include "vmm/core/sched_hc_ops.h"
 #include "vmm/core/vm_linux.h"
 
 #define TRACE_MAX_EVENTS (8u << 20)

@@ -54,9 +54,19 @@ static void set_preempted(void *opaque, bool on)
 	__atomic_store_n(&page(opaque)->preempted, on, __ATOMIC_RELEASE);
 }
 
-static void set_preempt_pending(void *opaque, bool on)
+static void set_preempt_pending(void *opaque, uint32_t req)
 {
-	__atomic_store_n(&page(opaque)->preempt_pending, on, __ATOMIC_RELEASE);
+	__atomic_store_n(&page(opaque)->preempt_pending, req, __ATOMIC_RELEASE);
+}
+
+static void set_kick_pending(void *opaque, bool on)
+{
+	__atomic_store_n(&page(opaque)->kick_pending, on, __ATOMIC_RELEASE);
+}
+
+static void set_steal_ns(void *opaque, uint64_t ns)
+{
+	__atomic_store_n(&page(opaque)->steal_ns, ns, __ATOMIC_RELEASE);
 }
 
 /* KVM's `blocking` stat: 1 while a guest HLT sleeps in the host kernel. */
@@ -75,36 +85,8 @@ const struct sched_vcpu_ops sched_glue_ops = {
 	.set_preempted = set_preempted,
 	.set_preempt_pending = set_preempt_pending,
 	.blocked_in_kernel = blocked_in_kernel,
-};
-
-/* ---- the scheduler as the hypercalls see it (hypercalls.h: struct hc_sched_ops) ---- */
-
-static int glue_wait(void *s, int v, uint64_t timeout_ns)
-{
-	/* the ABI's "0 = no timeout", in the scheduler's words */
-	return sched_vcpu_wait(s, v, timeout_ns ? timeout_ns : SCHED_NO_TIMEOUT);
-}
-
-static int glue_kick(void *s, int from, int target)
-{
-	return sched_vcpu_kick(s, from, target);
-}
-
-static int glue_spin(void *s, int v, int target)
-{
-	return sched_vcpu_spin(s, v, target, SCHED_SPIN_YIELD);
-}
-
-static int glue_safe_point(void *s, int v)
-{
-	return sched_vcpu_safe_point(s, v);
-}
-
-const struct hc_sched_ops sched_glue_hc_ops = {
-	.wait = glue_wait,
-	.kick = glue_kick,
-	.spin = glue_spin,
-	.safe_point = glue_safe_point,
+	.set_kick_pending = set_kick_pending,
+	.set_steal_ns = set_steal_ns,
 };
 
 int sched_glue_host_cpus(unsigned want, int *cpus, unsigned max, cpu_set_t *set)

@@ -21,8 +21,6 @@ struct sched_glue {
 };
 
 extern const struct sched_vcpu_ops sched_glue_ops;
-/* wait/kick/yield_to/spin hypercalls onto the scheduler (struct hc_vm.sched_ops) */
-extern const struct hc_sched_ops sched_glue_hc_ops;
 
 /*
  * The host CPUs the slots are tied to: the first `want` CPUs this process may

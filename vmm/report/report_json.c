@@ -174,7 +174,9 @@ static void json_vcpu(struct json *j, const struct run *r, const struct run_summ
 		json_u64(j, rep->e[k].key, rep->e[k].value);
 	json_end_obj(j);
 	json_exits(j, &v->exits);
-	json_u64(j, "steal_ns", v->steal_ns);
+	/* the shared page's count (every guest), and what went into KVM's record */
+	json_u64(j, "steal_ns", __atomic_load_n(&vm_shared_page(vm, i)->steal_ns, __ATOMIC_RELAXED));
+	json_u64(j, "kvm_steal_ns", v->steal_ns);
 	json_obj(j, "emulated");
 	json_u64(j, "int3", v->int3_emulated);
 	json_u64(j, "fwait", v->fwait_emulated);
