@@ -303,6 +303,7 @@ static int outcome(const struct run *r)
 	case VM_STOP_FAULT: return VMM_EXIT_GUEST_FAULT;
 	case VM_STOP_TIMEOUT: return VMM_EXIT_TIMEOUT;
 	case VM_STOP_DEADLOCK: return VMM_EXIT_DEADLOCK;
+	case VM_STOP_HOST_ERROR: return VMM_EXIT_HOST_ERROR;
 	case VM_STOP_SIGNAL: return 128 + r->ctl.stop_signal;
 	case VM_STOP_GUEST_EXIT:
 		return atomic_load(&r->ctl.guest_status) ? VMM_EXIT_GUEST_FAIL : VMM_EXIT_OK;
