@@ -94,7 +94,7 @@ SAN_BUILD  := build-san
 TSAN_BUILD := build-tsan
 FUZZ_BUILD := build-fuzz
 TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan
-TSAN_UNITS := test_sched_core test_sched_threads
+TSAN_UNITS := test_sched_core test_sched_threads test_vcpu_kick
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -146,7 +146,7 @@ sanitize: sanitize-build
 
 # The scheduler's unit tests under ThreadSanitizer.
 tsan: tsan-build
-	@python3 tests/run_all.py --build $(TSAN_BUILD) --unit-only --only "^test_sched_"
+	@python3 tests/run_all.py --build $(TSAN_BUILD) --unit-only --only "^(test_sched_|test_vcpu_kick)"
 
 # Every fuzzer for FUZZ_SECONDS (corpora: tests/fuzz/corpus/<target>/).
 fuzz: fuzz-build
