@@ -32,15 +32,15 @@ static void on_ended(void *opaque, struct vcpu *v)
 	atomic_fetch_add(&r->ended, 1);
 }
 
-/* Kicks every vCPU, started or not, until all have started and ended. */
+/* Kicks every vCPU, started or not, until all have started and ended (at least once over all). */
 static void *kicker(void *arg)
 {
 	struct round *r = arg;
-	while (!atomic_load(&r->started_all) || atomic_load(&r->ended) < NVCPUS) {
+	do {
 		for (int i = 0; i < NVCPUS; i++)
 			vcpu_kick(&r->v[i]);
 		atomic_fetch_add(&r->kicks, 1);
-	}
+	} while (!atomic_load(&r->started_all) || atomic_load(&r->ended) < NVCPUS);
 	return NULL;
 }
 
@@ -66,7 +66,6 @@ static void one_round(void)
 		CHECK_EQ(r.v[i].end, VCPU_FAULTED); /* no KVM fd: KVM_SET_SIGNAL_MASK fails */
 	}
 	CHECK_EQ(atomic_load(&r.ended), NVCPUS);
-	CHECK(atomic_load(&r.kicks) > 0);
 }
 
 int main(void)

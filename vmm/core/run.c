@@ -13,6 +13,7 @@
 
 #include "vmm/errors.h"
 #include "vmm/host/event_loop.h"
+#include "vmm/host/fd_limit.h"
 #include "vmm/boot/fdt_build.h"
 #include "vmm/linux/linux_console.h"
 #include "vmm/spin/ple_perf.h"
@@ -82,8 +83,13 @@ static int create_sched(struct run *r, struct vm_error *err)
 		p.trace_ctx = r->trace;
 	}
 	const char *why = NULL;
+	errno = 0;
 	r->sched = sched_create(&p, &why);
+	int e = errno; /* a refused eventfd or allocation is the host's, not the user's */
 	free(vm_of);
+	if (!r->sched && (e == EMFILE || e == ENFILE || e == ENOMEM))
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -e, "scheduler: %s: %s", why ? why : "cannot be created",
+				    strerror(e));
 	if (!r->sched)
 		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL, "scheduler: %s", why ? why : "bad parameters");
 	sched_set_deadlock_cb(r->sched, on_deadlock, r);
@@ -321,7 +327,9 @@ static int start_vcpus(struct run *r)
 		for (unsigned i = 0; i < r->cfg->ncpus; i++) {
 			int rc = vcpu_start(&r->vms[k].vcpus[i]);
 			if (rc) {
-				fprintf(stderr, "vmm: cannot start vCPU %u of VM %u: %s\n", i, k, strerror(-rc));
+				char note[80];
+				fprintf(stderr, "vmm: cannot start vCPU %u of VM %u: %s%s\n", i, k, strerror(-rc),
+					fd_limit_note(rc, note, sizeof(note)));
 				run_request_stop(&r->ctl, VM_STOP_FAULT, (int)k, (int)i, 0);
 				/* threads never started count as ended */
 				atomic_fetch_add(&r->ctl.ended, r->nvcpus - (k * r->cfg->ncpus + i));
@@ -564,10 +572,11 @@ int run_execute(struct run *r)
 {
 	struct loop_ctx c = { .r = r, .sig_fd = -1 };
 	sigset_t sigs, old;
+	char note[80];
 	int status = VMM_EXIT_HOST_ERROR;
 	int rc = signals_take(&c, &sigs, &old);
 	if (rc < 0) {
-		fprintf(stderr, "vmm: signalfd: %s\n", strerror(-rc));
+		fprintf(stderr, "vmm: signalfd: %s%s\n", strerror(-rc), fd_limit_note(rc, note, sizeof(note)));
 		goto out;
 	}
 	open_outputs(r);
@@ -575,7 +584,7 @@ int run_execute(struct run *r)
 		goto out;
 	rc = evloop_init(&c.loop);
 	if (rc < 0) {
-		fprintf(stderr, "vmm: io_uring: %s\n", strerror(-rc));
+		fprintf(stderr, "vmm: io_uring: %s%s\n", strerror(-rc), fd_limit_note(rc, note, sizeof(note)));
 		goto out;
 	}
 	status = run_guests(r, &c);

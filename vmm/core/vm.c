@@ -11,6 +11,7 @@
 
 #include "devices/null_mmio.h"
 #include "vmm/errors.h"
+#include "vmm/host/fd_limit.h"
 #include "vmm/boot/fdt_build.h"
 #include "vmm/core/vm_linux.h"
 
@@ -20,6 +21,8 @@ int vm_error_set(struct vm_error *err, int status, int code, const char *fmt, ..
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
+	size_t at = strlen(err->msg);
+	fd_limit_note(code, err->msg + at, sizeof(err->msg) - at);
 	err->status = status;
 	return code;
 }
