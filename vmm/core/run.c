@@ -496,7 +496,7 @@ static int run_loop(struct loop_ctx *c)
 					strerror(-rc));
 			else
 				fprintf(stderr, "vmm: event loop: io_uring_enter: %s\n", strerror(-rc));
-			run_request_stop(&r->ctl, VM_STOP_FAULT, -1, -1, 0);
+			run_request_stop(&r->ctl, VM_STOP_HOST_ERROR, -1, -1, 0);
 			sched_stop(r->sched);
 			kick_all(r);
 			return rc;
@@ -584,7 +584,8 @@ int run_execute(struct run *r)
 		goto out;
 	rc = evloop_init(&c.loop);
 	if (rc < 0) {
-		fprintf(stderr, "vmm: io_uring: %s%s\n", strerror(-rc), fd_limit_note(rc, note, sizeof(note)));
+		fprintf(stderr, "vmm: io_uring: %s%s%s\n", strerror(-rc), fd_limit_note(rc, note, sizeof(note)),
+			rc == -EINVAL ? " (the loop's locked ring needs IORING_REGISTER_RESTRICTIONS: Linux 5.10 or later)" : "");
 		goto out;
 	}
 	status = run_guests(r, &c);

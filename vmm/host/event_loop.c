@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -13,6 +14,41 @@ uint64_t monotonic_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+#ifdef VMM_TEST_HOOKS
+/*
+ * Test builds only (build/vmm-test): VMM_TEST_EVLOOP_LOSE_AFTER=N makes
+ * every request after the Nth one be lost as if the SQ stayed full, so that
+ * tests/integration/test_faults.py can see a whole run end on it.
+ */
+static long hook_left = -1;
+
+static void hook_init(void)
+{
+	const char *v = getenv("VMM_TEST_EVLOOP_LOSE_AFTER");
+	hook_left = v ? atol(v) : -1;
+}
+
+static bool hook_lose(void)
+{
+	if (hook_left < 0)
+		return false;
+	if (hook_left > 0) {
+		hook_left--;
+		return false;
+	}
+	return true;
+}
+#else
+static void hook_init(void)
+{
+}
+
+static bool hook_lose(void)
+{
+	return false;
+}
+#endif
 
 /*
  * The opcodes the helpers below submit, and no SQE flag: the ring is created
@@ -37,6 +73,7 @@ static int ring_register(struct io_uring *ring, unsigned op, const void *arg, un
 int evloop_init_entries(struct evloop *l, unsigned entries)
 {
 	l->err = 0;
+	hook_init();
 	int rc = io_uring_queue_init(entries, &l->ring, IORING_SETUP_R_DISABLED);
 	if (rc < 0)
 		return rc;
@@ -71,8 +108,13 @@ void evloop_fini(struct evloop *l)
  * lost: that is remembered, and the next evloop_run_once reports it instead
  * of waiting for a completion that will never come.
  */
+
 static struct io_uring_sqe *get_sqe(struct evloop *l)
 {
+	if (hook_lose()) {
+		l->err = -EBUSY;
+		return NULL;
+	}
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
 	if (!sqe) {
 		io_uring_submit(&l->ring);
