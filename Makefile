@@ -87,7 +87,7 @@ build-tests: all $(UNIT_BINS) $(VMM_TEST)
 
 # ---- the security stages (SECURITY.md) ----
 # `make test` runs the suite, then the suite again under ASan+UBSan, the
-# scheduler's unit tests under TSan, and every fuzzer for FUZZ_SECONDS each
+# scheduler's and vcpu_kick's unit tests under TSan, and every fuzzer for FUZZ_SECONDS each
 # (0 skips fuzzing; SECURITY_STAGES=0 skips all three); one closing total.
 FUZZ_SECONDS    ?= 60
 SECURITY_STAGES ?= 1
@@ -145,7 +145,7 @@ test-nested: build-tests
 sanitize: sanitize-build
 	@python3 tests/run_all.py --build $(SAN_BUILD)
 
-# The scheduler's unit tests under ThreadSanitizer.
+# The scheduler's unit tests and vcpu_kick against vCPU start under ThreadSanitizer.
 tsan: tsan-build
 	@python3 tests/run_all.py --build $(TSAN_BUILD) --unit-only --only "^(test_sched_|test_vcpu_kick)"
 
