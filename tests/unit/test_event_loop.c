@@ -26,13 +26,14 @@ static void on_done(void *arg, int res)
 	s->res = res;
 }
 
-/* One raw SQE of the given opcode straight into the ring; its completion's res. */
-static int submit_raw(struct evloop *l, uint8_t opcode, int fd, void *buf, unsigned len)
+/* One raw SQE of the given opcode and flags straight into the ring; its completion's res. */
+static int submit_raw(struct evloop *l, uint8_t opcode, uint8_t flags, int fd, const void *buf, unsigned len)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
 	if (!sqe)
 		return -ENOSPC;
 	io_uring_prep_rw(opcode, sqe, fd, buf, len, 0);
+	sqe->flags = flags;
 	io_uring_sqe_set_data(sqe, NULL);
 	int rc = io_uring_submit_and_wait(&l->ring, 1);
 	if (rc < 0)
@@ -55,9 +56,19 @@ static void restricted_ring(void)
 	CHECK(fd >= 0);
 	uint64_t one = 1;
 	/* a write (and nop, openat) is outside the list: refused, not done */
-	CHECK_EQ(submit_raw(&l, IORING_OP_WRITE, fd, &one, sizeof(one)), -EACCES);
-	CHECK_EQ(submit_raw(&l, IORING_OP_NOP, -1, NULL, 0), -EACCES);
-	CHECK_EQ(submit_raw(&l, IORING_OP_OPENAT, AT_FDCWD, "/etc/passwd", 0), -EACCES);
+	CHECK_EQ(submit_raw(&l, IORING_OP_WRITE, 0, fd, &one, sizeof(one)), -EACCES);
+	CHECK_EQ(submit_raw(&l, IORING_OP_WRITE, IOSQE_FIXED_FILE, 0, &one, sizeof(one)), -EACCES);
+	CHECK_EQ(submit_raw(&l, IORING_OP_NOP, IOSQE_FIXED_FILE, -1, NULL, 0), -EACCES);
+	CHECK_EQ(submit_raw(&l, IORING_OP_OPENAT, 0, AT_FDCWD, "/etc/passwd", 0), -EACCES);
+	/* an allowed opcode on a plain fd, not a registered one: refused too */
+	uint64_t got = 0;
+	CHECK_EQ(submit_raw(&l, IORING_OP_READ, 0, fd, &got, sizeof(got)), -EACCES);
+	/* and the table cannot be grown or swapped but by its one allowed update */
+	int other[1] = { fd };
+	CHECK_EQ(syscall(__NR_io_uring_register, l.ring.ring_fd, IORING_UNREGISTER_FILES, NULL, 0) < 0 ? -errno : 0,
+		 -EACCES);
+	CHECK_EQ(syscall(__NR_io_uring_register, l.ring.ring_fd, IORING_REGISTER_FILES, other, 1) < 0 ? -errno : 0,
+		 -EACCES);
 	uint64_t v = 0;
 	CHECK_EQ(read(fd, &v, sizeof(v)) < 0 ? -errno : 0, -EAGAIN); /* the write never happened */
 	close(fd);
@@ -102,8 +113,12 @@ static void helpers_work(void)
  */
 static void lost_request_is_reported(void)
 {
-	struct evloop l = { .err = 0 };
+	static struct evloop l;
+	memset(&l, 0, sizeof(l));
+	l.cap = 2;
 	CHECK_EQ(io_uring_queue_init(1, &l.ring, IORING_SETUP_R_DISABLED), 0);
+	int empty[2] = { -1, -1 }; /* the file table the helpers expect (evloop_init makes it) */
+	CHECK_EQ(syscall(__NR_io_uring_register, l.ring.ring_fd, IORING_REGISTER_FILES, empty, 2), 0);
 	int fd = eventfd(0, EFD_CLOEXEC);
 	uint64_t a = 0, b = 0;
 	struct seen s = { 0 };

@@ -492,8 +492,8 @@ static int run_loop(struct loop_ctx *c)
 		int rc = evloop_run_once(&c->loop);
 		if (rc < 0) {
 			if (evloop_error(&c->loop))
-				fprintf(stderr, "vmm: event loop: a request could not be queued (io_uring SQ full): %s\n",
-					strerror(-rc));
+				fprintf(stderr, "vmm: event loop: a request could not be queued%s: %s\n",
+					rc == -EBUSY ? " (io_uring SQ full)" : "", strerror(-rc));
 			else
 				fprintf(stderr, "vmm: event loop: io_uring_enter: %s\n", strerror(-rc));
 			run_request_stop(&r->ctl, VM_STOP_HOST_ERROR, -1, -1, 0);
