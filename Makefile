@@ -48,9 +48,10 @@ $(VMM): $(BUILD)/obj/vmm/main.o $(HOST_OBJS) $(FW_BLOB_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # $(BUILD)/vmm-test: $(VMM) plus the test hooks (-DVMM_TEST_HOOKS), for the
-# integration tests that force a seccomp violation; the shipped $(VMM) has
+# integration tests that force a seccomp violation or a lost event-loop
+# request (test_faults.py); the shipped $(VMM) has
 # none. Only the files that hold a hook are compiled twice.
-HOOK_SRCS := vmm/sandbox/seccomp_filters.c
+HOOK_SRCS := vmm/sandbox/seccomp_filters.c vmm/host/event_loop.c
 HOOK_OBJS := $(HOOK_SRCS:%.c=$(BUILD)/obj-hooks/%.o)
 VMM_TEST := $(BUILD)/vmm-test
 
@@ -86,7 +87,7 @@ build-tests: all $(UNIT_BINS) $(VMM_TEST)
 
 # ---- the security stages (SECURITY.md) ----
 # `make test` runs the suite, then the suite again under ASan+UBSan, the
-# scheduler's unit tests under TSan, and every fuzzer for FUZZ_SECONDS each
+# scheduler's and vcpu_kick's unit tests under TSan, and every fuzzer for FUZZ_SECONDS each
 # (0 skips fuzzing; SECURITY_STAGES=0 skips all three); one closing total.
 FUZZ_SECONDS    ?= 60
 SECURITY_STAGES ?= 1
@@ -94,7 +95,7 @@ SAN_BUILD  := build-san
 TSAN_BUILD := build-tsan
 FUZZ_BUILD := build-fuzz
 TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan
-TSAN_UNITS := test_sched_core test_sched_threads
+TSAN_UNITS := test_sched_core test_sched_threads test_vcpu_kick
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -145,9 +146,9 @@ test-nested: build-tests
 sanitize: sanitize-build
 	@python3 tests/run_all.py --build $(SAN_BUILD)
 
-# The scheduler's unit tests under ThreadSanitizer.
+# The scheduler's unit tests and vcpu_kick against vCPU start under ThreadSanitizer.
 tsan: tsan-build
-	@python3 tests/run_all.py --build $(TSAN_BUILD) --unit-only --only "^test_sched_"
+	@python3 tests/run_all.py --build $(TSAN_BUILD) --unit-only --only "^(test_sched_|test_vcpu_kick)"
 
 # Every fuzzer for FUZZ_SECONDS (corpora: tests/fuzz/corpus/<target>/).
 fuzz: fuzz-build

@@ -337,26 +337,33 @@ out:
 	return NULL;
 }
 
+/*
+ * Other vCPUs may kick this one (the scheduler grants it a slot) while the
+ * main thread is still in here: thread_started is published with release
+ * only once pthread_create has written v->thread, and vcpu_kick reads it with
+ * acquire, so a kick sees "not started yet" or the whole handle.
+ */
 int vcpu_start(struct vcpu *v)
 {
 	int r = pthread_create(&v->thread, NULL, vcpu_thread, v);
 	if (r)
 		return -r;
-	v->thread_started = true;
+	atomic_store_explicit(&v->thread_started, true, memory_order_release);
 	return 0;
 }
 
+/* A vCPU not started yet needs no kick: it reads its state when it starts. */
 void vcpu_kick(struct vcpu *v)
 {
-	if (v->thread_started)
+	if (atomic_load_explicit(&v->thread_started, memory_order_acquire))
 		pthread_kill(v->thread, VCPU_KICK_SIGNAL);
 }
 
 void vcpu_join(struct vcpu *v)
 {
-	if (v->thread_started)
+	if (atomic_load_explicit(&v->thread_started, memory_order_acquire))
 		pthread_join(v->thread, NULL);
-	v->thread_started = false;
+	atomic_store_explicit(&v->thread_started, false, memory_order_release);
 }
 
 void vcpu_destroy(struct vcpu *v)

@@ -76,7 +76,7 @@ struct vcpu {
 	int fd;
 	struct kvm_run *run;
 	pthread_t thread;
-	bool thread_started;
+	atomic_bool thread_started; /* release after pthread_create wrote thread (vcpu_start) */
 	atomic_int tid; /* the thread's kernel id once it runs (per-thread perf events) */
 	struct vcpu_env *env;
 	uint64_t tsc_khz;

@@ -13,6 +13,7 @@
 
 #include "vmm/errors.h"
 #include "vmm/host/event_loop.h"
+#include "vmm/host/fd_limit.h"
 #include "vmm/boot/fdt_build.h"
 #include "vmm/linux/linux_console.h"
 #include "vmm/spin/ple_perf.h"
@@ -84,8 +85,13 @@ static int create_sched(struct run *r, struct vm_error *err)
 		p.trace_ctx = r->trace;
 	}
 	const char *why = NULL;
+	errno = 0;
 	r->sched = sched_create(&p, &why);
+	int e = errno; /* a refused eventfd or allocation is the host's, not the user's */
 	free(vm_of);
+	if (!r->sched && (e == EMFILE || e == ENFILE || e == ENOMEM))
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -e, "scheduler: %s: %s", why ? why : "cannot be created",
+				    strerror(e));
 	if (!r->sched)
 		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL, "scheduler: %s", why ? why : "bad parameters");
 	sched_set_deadlock_cb(r->sched, on_deadlock, r);
@@ -287,8 +293,8 @@ static int outcome(const struct run *r)
 	case VM_STOP_FAULT: return VMM_EXIT_GUEST_FAULT;
 	case VM_STOP_TIMEOUT: return VMM_EXIT_TIMEOUT;
 	case VM_STOP_DEADLOCK: return VMM_EXIT_DEADLOCK;
-	case VM_STOP_SIGNAL: return 128 + r->ctl.stop_signal;
 	case VM_STOP_HOST_ERROR: return VMM_EXIT_HOST_ERROR;
+	case VM_STOP_SIGNAL: return 128 + r->ctl.stop_signal;
 	case VM_STOP_GUEST_EXIT:
 		return atomic_load(&r->ctl.guest_status) ? VMM_EXIT_GUEST_FAIL : VMM_EXIT_OK;
 	default: return VMM_EXIT_OK;
@@ -305,7 +311,9 @@ static int start_vcpus(struct run *r)
 		for (unsigned i = 0; i < r->cfg->ncpus; i++) {
 			int rc = vcpu_start(&r->vms[k].vcpus[i]);
 			if (rc) {
-				fprintf(stderr, "vmm: cannot start vCPU %u of VM %u: %s\n", i, k, strerror(-rc));
+				char note[80];
+				fprintf(stderr, "vmm: cannot start vCPU %u of VM %u: %s%s\n", i, k, strerror(-rc),
+					fd_limit_note(rc, note, sizeof(note)));
 				run_request_stop(&r->ctl, VM_STOP_FAULT, (int)k, (int)i, 0);
 				/* threads never started count as ended */
 				atomic_fetch_add(&r->ctl.ended, r->nvcpus - (k * r->cfg->ncpus + i));
@@ -453,20 +461,29 @@ static void start_guests(struct loop_ctx *c)
 	}
 }
 
-/* Until a stop is requested; a broken loop stops the guests instead of hanging them. */
-static void run_loop(struct loop_ctx *c)
+/*
+ * Until a stop is requested; a broken loop (io_uring_enter failed, or a
+ * request could not be queued: evloop_error) stops the guests instead of
+ * hanging them, and is a host error. -errno then, else 0.
+ */
+static int run_loop(struct loop_ctx *c)
 {
 	struct run *r = c->r;
 	while (!c->done) {
 		int rc = evloop_run_once(&c->loop);
 		if (rc < 0) {
-			fprintf(stderr, "vmm: event loop: %s\n", strerror(-rc));
-			run_request_stop(&r->ctl, VM_STOP_FAULT, -1, -1, 0);
+			if (evloop_error(&c->loop))
+				fprintf(stderr, "vmm: event loop: a request could not be queued%s: %s\n",
+					rc == -EBUSY ? " (io_uring SQ full)" : "", strerror(-rc));
+			else
+				fprintf(stderr, "vmm: event loop: io_uring_enter: %s\n", strerror(-rc));
+			run_request_stop(&r->ctl, VM_STOP_HOST_ERROR, -1, -1, 0);
 			sched_stop(r->sched);
 			kick_all(r);
-			break;
+			return rc;
 		}
 	}
+	return 0;
 }
 
 /* Every vCPU thread has ended before the clock stops and the loop goes. */
@@ -483,47 +500,77 @@ static void finish_run(struct loop_ctx *c)
 	console_raw_leave(); /* Linux guests: the terminal as it was */
 	evloop_fini(&c->loop);
 	ple_sources_stop(r);
+}
+
+/*
+ * SIGINT/SIGTERM become events (a signalfd), so a stopped guest still gets
+ * its report. Blocked here and released by signals_release on every path
+ * out of run_execute. -errno when the signalfd cannot be made.
+ */
+static int signals_take(struct loop_ctx *c, sigset_t *sigs, sigset_t *old)
+{
+	sigemptyset(sigs);
+	sigaddset(sigs, SIGINT);
+	sigaddset(sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, sigs, old);
+	c->sig_fd = signalfd(-1, sigs, SFD_CLOEXEC);
+	return c->sig_fd < 0 ? -errno : 0;
+}
+
+static void signals_release(struct loop_ctx *c, const sigset_t *old)
+{
 	if (c->sig_fd >= 0)
 		close(c->sig_fd);
+	c->sig_fd = -1;
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* Arms the loop, starts the guests and runs until they end; the exit status. */
+static int run_guests(struct run *r, struct loop_ctx *c)
+{
+	bool host_error = false;
+	arm_loop_events(c);
+	r->start_ns = monotonic_ns();
+	for (unsigned k = 0; k < r->nvms; k++)
+		r->vms[k].start_ns = r->start_ns;
+	if (r->cfg->timeout_ms)
+		evloop_timeout_at(&c->loop, &c->timeout_ev, r->start_ns + r->cfg->timeout_ms * 1000000ull);
+	struct dev_poller pollers[VM_MAX_POLLERS * 4];
+	arm_pollers(c, pollers, sizeof(pollers) / sizeof(pollers[0]));
+	start_guests(c);
+	/* seccomp: from here on the main thread makes only the calls its filter allows */
+	if (sandbox_loop(r, c)) {
+		host_error = true;
+		run_request_stop(&r->ctl, VM_STOP_FAULT, -1, -1, 0);
+	}
+	if (run_loop(c))
+		host_error = true;
+	finish_run(c);
+	return host_error ? VMM_EXIT_HOST_ERROR : outcome(r);
 }
 
 int run_execute(struct run *r)
 {
 	struct loop_ctx c = { .r = r, .sig_fd = -1 };
-	bool host_error = false;
-	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	/* SIGINT/SIGTERM become events, so a stopped guest still gets its report. */
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	c.sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC);
-
+	sigset_t sigs, old;
+	char note[80];
+	int status = VMM_EXIT_HOST_ERROR;
+	int rc = signals_take(&c, &sigs, &old);
+	if (rc < 0) {
+		fprintf(stderr, "vmm: signalfd: %s%s\n", strerror(-rc), fd_limit_note(rc, note, sizeof(note)));
+		goto out;
+	}
 	open_outputs(r);
 	if (sandbox_prepare(r))
-		return VMM_EXIT_HOST_ERROR;
-	int rc = evloop_init(&c.loop);
+		goto out;
+	rc = evloop_init(&c.loop);
 	if (rc < 0) {
-		fprintf(stderr, "vmm: io_uring: %s\n", strerror(-rc));
-		return VMM_EXIT_HOST_ERROR;
+		fprintf(stderr, "vmm: io_uring: %s%s%s\n", strerror(-rc), fd_limit_note(rc, note, sizeof(note)),
+			rc == -EINVAL ? " (the loop's locked ring needs IORING_REGISTER_RESTRICTIONS: Linux 5.10 or later)" : "");
+		goto out;
 	}
-	arm_loop_events(&c);
-
-	r->start_ns = monotonic_ns();
-	for (unsigned k = 0; k < r->nvms; k++)
-		r->vms[k].start_ns = r->start_ns;
-	if (r->cfg->timeout_ms)
-		evloop_timeout_at(&c.loop, &c.timeout_ev, r->start_ns + r->cfg->timeout_ms * 1000000ull);
-	struct dev_poller pollers[VM_MAX_POLLERS * 4];
-	arm_pollers(&c, pollers, sizeof(pollers) / sizeof(pollers[0]));
-	start_guests(&c);
-	/* seccomp: from here on the main thread makes only the calls its filter allows */
-	if (sandbox_loop(r, &c)) {
-		host_error = true;
-		run_request_stop(&r->ctl, VM_STOP_FAULT, -1, -1, 0);
-	}
-	run_loop(&c);
-	finish_run(&c);
-	pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
-	return host_error ? VMM_EXIT_HOST_ERROR : outcome(r);
+	status = run_guests(r, &c);
+out:
+	signals_release(&c, &old);
+	return status;
 }

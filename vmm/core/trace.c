@@ -150,6 +150,7 @@ int trace_write(const struct trace *t, const char *path, int nvcpus, int nslots,
 	}
 	uint64_t t0 = t->n ? t->r[0].t : 0, tend = t->n ? t->r[t->n - 1].t : 0;
 	int first = 1;
+	errno = 0;
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
 	comma(f, &first);
 	fprintf(f, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"vCPUs\"}}", PID_VCPUS);
@@ -186,7 +187,8 @@ int trace_write(const struct trace *t, const char *path, int nvcpus, int nslots,
 		(unsigned long long)t->dropped);
 	free(sp);
 	free(names);
-	int r = ferror(f) ? -EIO : 0;
+	/* a write that failed midway set errno (ENOSPC on a full disk): name that, not EIO */
+	int r = ferror(f) ? (errno ? -errno : -EIO) : 0;
 	/* a pre-opened file is closed by trace_destroy */
 	if ((f == t->out ? fflush(f) : fclose(f)) && !r)
 		r = -errno;

@@ -11,6 +11,7 @@
 
 #include "devices/null_mmio.h"
 #include "vmm/errors.h"
+#include "vmm/host/fd_limit.h"
 #include "vmm/boot/fdt_build.h"
 #include "vmm/core/vm_linux.h"
 
@@ -20,6 +21,8 @@ int vm_error_set(struct vm_error *err, int status, int code, const char *fmt, ..
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
+	size_t at = strlen(err->msg);
+	fd_limit_note(code, err->msg + at, sizeof(err->msg) - at);
 	err->status = status;
 	return code;
 }
@@ -40,6 +43,20 @@ void run_request_stop(struct run_ctl *ctl, enum vm_stop why, int vm, int vcpu, u
 		atomic_store(&ctl->guest_status, guest_status);
 	}
 	run_ctl_wake(ctl);
+}
+
+int vm_irq_line(struct vm *vm, unsigned irq, int level)
+{
+	struct kvm_irq_level line = { .irq = irq, .level = (uint32_t)level };
+	if (ioctl(vm->fd, KVM_IRQ_LINE, &line) == 0)
+		return 0;
+	int e = errno;
+	bool first = !atomic_exchange(&vm->irq_line_failed, true);
+	if (first) /* fprintf: stderr is allowed by every seccomp filter */
+		fprintf(stderr, "vmm: KVM_IRQ_LINE (GSI %u, level %d): %s; the interrupt is lost, the run ends\n", irq,
+			level, strerror(e));
+	run_request_stop(vm->ctl, VM_STOP_HOST_ERROR, (int)vm->id, -1, 0);
+	return -e;
 }
 
 int vm_add_poller(struct vm *vm, int fd, void (*fn)(void *ctx), void *ctx)

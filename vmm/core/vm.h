@@ -24,7 +24,7 @@ enum vm_stop {
 	VM_STOP_TIMEOUT,
 	VM_STOP_SIGNAL,
 	VM_STOP_DEADLOCK,   /* every vCPU waits for a kick that cannot come */
-	VM_STOP_HOST_ERROR, /* the host failed the run (a device fd the loop cannot poll): exit 6 */
+	VM_STOP_HOST_ERROR, /* the host failed the run mid-way (a refused KVM_IRQ_LINE, a device fd the loop cannot poll): exit 6 */
 };
 
 /*
@@ -84,6 +84,7 @@ struct vm {
 	struct vm_linux *linux_guest; /* Linux guests (-k): vmm/core/vm_linux.c; NULL otherwise */
 	struct vm_poller pollers[VM_MAX_POLLERS];
 	unsigned npollers;
+	atomic_bool irq_line_failed; /* vm_irq_line said so already */
 };
 
 int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_config *cfg,
@@ -91,6 +92,12 @@ int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_
 void vm_destroy(struct vm *vm);
 /* Before run_execute: have the event loop call fn whenever fd is readable. */
 int vm_add_poller(struct vm *vm, int fd, void (*fn)(void *ctx), void *ctx);
+/*
+ * KVM_IRQ_LINE on the in-kernel irqchip, from a device model on any thread.
+ * A refused line would be an interrupt lost without a word: it ends the run
+ * as a host error, said once on stderr. 0 or -errno.
+ */
+int vm_irq_line(struct vm *vm, unsigned irq, int level);
 /* The vCPU's guest-visible page, by this VM's own vCPU index. */
 struct vmm_shared_page *vm_shared_page(const struct vm *vm, unsigned vcpu);
 

@@ -51,9 +51,7 @@ static void pc_power(void *opaque, unsigned vcpu, enum pc_power_event ev)
 
 static void uart_irq(void *opaque, int level)
 {
-	struct vm *vm = opaque;
-	struct kvm_irq_level irq = { .irq = UART_COM1_IRQ, .level = (uint32_t)level };
-	ioctl(vm->fd, KVM_IRQ_LINE, &irq);
+	vm_irq_line(opaque, UART_COM1_IRQ, level);
 }
 
 int vm_linux_load(struct vm *vm, struct vm_error *err)
@@ -126,8 +124,7 @@ int vm_linux_load(struct vm *vm, struct vm_error *err)
 static void blk_irq(void *opaque, int level)
 {
 	struct vm *vm = opaque;
-	struct kvm_irq_level irq = { .irq = vm->linux_guest->blk_gsi, .level = (uint32_t)level };
-	ioctl(vm->fd, KVM_IRQ_LINE, &irq);
+	vm_irq_line(vm, vm->linux_guest->blk_gsi, level);
 }
 
 static void blk_completions(void *ctx)
@@ -166,8 +163,9 @@ static int linux_pci(struct vm *vm, struct vm_error *err)
 int vm_linux_devices(struct vm *vm, struct vm_error *err)
 {
 	struct vm_linux *l = vm->linux_guest;
-	/* Needed by VMX for real mode (APs start there); harmless elsewhere. */
-	ioctl(vm->fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_GPA);
+	/* Needed by VMX for real mode (APs start there); a no-op elsewhere, so a refusal is the host's fault. */
+	if (ioctl(vm->fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_GPA) < 0)
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -errno, "KVM_SET_TSS_ADDR: %s", strerror(errno));
 	if (ioctl(vm->fd, KVM_CREATE_IRQCHIP, 0) < 0)
 		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -errno, "KVM_CREATE_IRQCHIP: %s", strerror(errno));
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };

@@ -2,8 +2,12 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t monotonic_ns(void)
 {
@@ -12,9 +16,135 @@ uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+#ifdef VMM_TEST_HOOKS
+/*
+ * Test builds only (build/vmm-test): VMM_TEST_EVLOOP_LOSE_AFTER=N makes
+ * every request after the Nth one be lost as if the SQ stayed full, so that
+ * tests/integration/test_faults.py can see a whole run end on it.
+ */
+static long hook_left = -1;
+
+static void hook_init(void)
+{
+	const char *v = getenv("VMM_TEST_EVLOOP_LOSE_AFTER");
+	hook_left = v ? atol(v) : -1;
+}
+
+static bool hook_lose(void)
+{
+	if (hook_left < 0)
+		return false;
+	if (hook_left > 0) {
+		hook_left--;
+		return false;
+	}
+	return true;
+}
+#else
+static void hook_init(void)
+{
+}
+
+static bool hook_lose(void)
+{
+	return false;
+}
+#endif
+
+/*
+ * The opcodes the helpers below submit: the ring is created disabled and
+ * locked to these (and to registered files, lock_down) before its first
+ * submission, so a request forged into the SQ (the ring is shared memory)
+ * cannot open, write or connect anything (IORING_REGISTER_RESTRICTIONS,
+ * Linux 5.10).
+ */
+static const uint8_t allowed_ops[] = { IORING_OP_READ, IORING_OP_POLL_ADD, IORING_OP_TIMEOUT,
+				       IORING_OP_TIMEOUT_REMOVE };
+
+/*
+ * io_uring_register(2) directly: Debian's liburing 2.3 has
+ * io_uring_register_restrictions and io_uring_enable_rings in its static
+ * library only, not in liburing.so's symbol map.
+ */
+static int ring_register(struct io_uring *ring, unsigned op, const void *arg, unsigned n)
+{
+	long rc = syscall(__NR_io_uring_register, ring->ring_fd, op, arg, n);
+	return rc < 0 ? -errno : 0; /* FILES_UPDATE's count is always n here */
+}
+
+/*
+ * Every request names a registered file (IOSQE_FIXED_FILE required): the
+ * table starts empty (sparse, -1) and an fd takes a slot the first time a
+ * helper arms it. All of the loop's fds are first armed before its seccomp
+ * filter, which has no io_uring_register, so after that the ring can reach
+ * no file it did not have by then.
+ */
+static int lock_down(struct evloop *l)
+{
+	/* the kernel counts the table against RLIMIT_NOFILE; no more fds can exist anyway */
+	struct rlimit rl;
+	l->cap = EVLOOP_FILES;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < l->cap)
+		l->cap = (unsigned)rl.rlim_cur;
+	int *empty = malloc(sizeof(int) * l->cap);
+	if (!empty)
+		return -ENOMEM;
+	for (unsigned i = 0; i < l->cap; i++)
+		empty[i] = -1;
+	int rc = ring_register(&l->ring, IORING_REGISTER_FILES, empty, l->cap);
+	free(empty);
+	if (rc < 0)
+		return rc;
+	struct io_uring_restriction res[sizeof(allowed_ops) + 2];
+	unsigned n = 0;
+	for (unsigned i = 0; i < sizeof(allowed_ops); i++)
+		res[n++] = (struct io_uring_restriction){ .opcode = IORING_RESTRICTION_SQE_OP,
+							  .sqe_op = allowed_ops[i] };
+	res[n++] = (struct io_uring_restriction){ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED,
+						  .sqe_flags = IOSQE_FIXED_FILE };
+	res[n++] = (struct io_uring_restriction){ .opcode = IORING_RESTRICTION_REGISTER_OP,
+						  .register_op = IORING_REGISTER_FILES_UPDATE };
+	rc = ring_register(&l->ring, IORING_REGISTER_RESTRICTIONS, res, n);
+	return rc < 0 ? rc : ring_register(&l->ring, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+}
+
+int evloop_init_entries(struct evloop *l, unsigned entries)
+{
+	l->err = 0;
+	l->nfiles = 0;
+	hook_init();
+	int rc = io_uring_queue_init(entries, &l->ring, IORING_SETUP_R_DISABLED);
+	if (rc < 0)
+		return rc;
+	rc = lock_down(l);
+	if (rc < 0) {
+		io_uring_queue_exit(&l->ring);
+		return rc;
+	}
+	return 0;
+}
+
+/* fd's slot in the ring's file table, registered on first use; or -errno. */
+static int file_slot(struct evloop *l, int fd)
+{
+	for (unsigned i = 0; i < l->nfiles; i++)
+		if (l->files[i] == fd)
+			return (int)i;
+	if (fd < 0)
+		return -EBADF;
+	if (l->nfiles == l->cap)
+		return -EMFILE;
+	struct io_uring_files_update up = { .offset = l->nfiles, .fds = (__u64)(uintptr_t)&fd };
+	int rc = ring_register(&l->ring, IORING_REGISTER_FILES_UPDATE, &up, 1);
+	if (rc < 0)
+		return rc;
+	l->files[l->nfiles] = fd;
+	return (int)l->nfiles++;
+}
+
 int evloop_init(struct evloop *l)
 {
-	return io_uring_queue_init(16, &l->ring, 0);
+	return evloop_init_entries(l, 16);
 }
 
 void evloop_fini(struct evloop *l)
@@ -22,32 +152,56 @@ void evloop_fini(struct evloop *l)
 	io_uring_queue_exit(&l->ring);
 }
 
-static struct io_uring_sqe *get_sqe(struct evloop *l)
+/*
+ * A full SQ is submitted to make room. If even that fails (or fd cannot have
+ * a slot), the request is lost: that is remembered, and the next
+ * evloop_run_once reports it instead of waiting for a completion that will
+ * never come. *slot: fd's file-table slot (0 when fd is -1: a timeout).
+ */
+static struct io_uring_sqe *get_sqe(struct evloop *l, int fd, int *slot)
 {
+	int rc = hook_lose() ? -EBUSY : fd >= 0 ? file_slot(l, fd) : 0;
+	if (rc < 0) {
+		if (!l->err)
+			l->err = rc;
+		return NULL;
+	}
+	*slot = rc;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
 	if (!sqe) {
 		io_uring_submit(&l->ring);
 		sqe = io_uring_get_sqe(&l->ring);
 	}
+	if (!sqe && !l->err)
+		l->err = -EBUSY;
 	return sqe;
+}
+
+int evloop_error(const struct evloop *l)
+{
+	return l->err;
 }
 
 int evloop_read(struct evloop *l, struct ev *ev, int fd, void *buf, unsigned len)
 {
-	struct io_uring_sqe *sqe = get_sqe(l);
+	int slot;
+	struct io_uring_sqe *sqe = get_sqe(l, fd, &slot);
 	if (!sqe)
-		return -EBUSY;
-	io_uring_prep_read(sqe, fd, buf, len, 0);
+		return l->err;
+	io_uring_prep_read(sqe, slot, buf, len, 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data(sqe, ev);
 	return 0;
 }
 
 int evloop_poll(struct evloop *l, struct ev *ev, int fd)
 {
-	struct io_uring_sqe *sqe = get_sqe(l);
+	int slot;
+	struct io_uring_sqe *sqe = get_sqe(l, fd, &slot);
 	if (!sqe)
-		return -EBUSY;
-	io_uring_prep_poll_add(sqe, fd, POLLIN);
+		return l->err;
+	io_uring_prep_poll_add(sqe, slot, POLLIN);
+	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data(sqe, ev);
 	return 0;
 }
@@ -60,22 +214,26 @@ static void set_ts(struct ev *ev, uint64_t abs_ns)
 
 int evloop_timeout_at(struct evloop *l, struct ev *ev, uint64_t abs_ns)
 {
-	struct io_uring_sqe *sqe = get_sqe(l);
+	int slot;
+	struct io_uring_sqe *sqe = get_sqe(l, -1, &slot);
 	if (!sqe)
-		return -EBUSY;
+		return l->err;
 	set_ts(ev, abs_ns);
 	io_uring_prep_timeout(sqe, &ev->ts, 0, IORING_TIMEOUT_ABS);
+	sqe->flags |= IOSQE_FIXED_FILE; /* required of every request; no file is used */
 	io_uring_sqe_set_data(sqe, ev);
 	return 0;
 }
 
 int evloop_timeout_move(struct evloop *l, struct ev *ev, uint64_t abs_ns)
 {
-	struct io_uring_sqe *sqe = get_sqe(l);
+	int slot;
+	struct io_uring_sqe *sqe = get_sqe(l, -1, &slot);
 	if (!sqe)
-		return -EBUSY;
+		return l->err;
 	set_ts(ev, abs_ns);
 	io_uring_prep_timeout_update(sqe, &ev->ts, (__u64)(uintptr_t)ev, IORING_TIMEOUT_ABS);
+	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data(sqe, NULL); /* the update's own completion needs no callback */
 	return 0;
 }
@@ -83,6 +241,8 @@ int evloop_timeout_move(struct evloop *l, struct ev *ev, uint64_t abs_ns)
 int evloop_run_once(struct evloop *l)
 {
 	struct io_uring_cqe *cqe;
+	if (l->err)
+		return l->err;
 	int r = io_uring_submit_and_wait(&l->ring, 1);
 	if (r < 0 && r != -EINTR)
 		return r;

@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "vmm/host/fd_limit.h"
 #include "vmm/host/kvm_diagnose.h"
 
 static int check_ext(int fd, long cap)
@@ -37,6 +38,11 @@ static struct kvm_cpuid2 *get_supported_cpuid(int fd)
 static int explain(const char *path, int e, char *msg, unsigned msglen)
 {
 	struct kvm_diag d;
+	if (e == EMFILE) { /* nothing wrong with KVM: this process may open no more files */
+		char note[80];
+		snprintf(msg, msglen, "%s: %s%s", path, strerror(e), fd_limit_note(e, note, sizeof(note)));
+		return -e;
+	}
 	if (kvm_diagnose(path, "/sys", "/proc", &d, msg, msglen) == KVM_DIAG_USABLE)
 		snprintf(msg, msglen, "%s: %s", path, strerror(e)); /* it changed under us */
 	return -e;

@@ -218,6 +218,7 @@ int report_write_json(const char *path, const struct run *r, const struct run_su
 		return -errno;
 	struct json j;
 	uint64_t errs = 0;
+	errno = 0;
 	for (unsigned k = 0; k < r->vms_created; k++)
 		errs += atomic_load(&r->vms[k].hc.errors);
 	json_begin(&j, f);
@@ -247,7 +248,8 @@ int report_write_json(const char *path, const struct run *r, const struct run_su
 	json_end_arr(&j);
 	json_end_obj(&j);
 	json_finish(&j);
-	int rc = ferror(f) ? -EIO : 0;
+	/* a write that failed midway set errno (ENOSPC on a full disk): name that, not EIO */
+	int rc = ferror(f) ? (errno ? -errno : -EIO) : 0;
 	if ((f == r->json_out ? fflush(f) : fclose(f)) && !rc)
 		rc = -errno;
 	return rc;
