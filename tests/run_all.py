@@ -341,7 +341,7 @@ def main():
     ap.add_argument("--prefix", default="", help="put this before every line printed")
     ap.add_argument("--sanitize-build", help="also run the whole suite from this ASan+UBSan build")
     ap.add_argument("--tsan-build", help="also run the scheduler's unit tests from this TSan build")
-    ap.add_argument("--tsan-units", default="test_sched_core test_sched_threads")
+    ap.add_argument("--tsan-units", default="test_sched_core test_sched_threads test_vcpu_kick")
     ap.add_argument("--fuzz-build", help="also run the fuzzers in BUILD/fuzz")
     ap.add_argument("--fuzz-seconds", type=int, default=60)
     ap.add_argument("--fuzz-only", action="store_true", help="only the fuzzers")
