@@ -6,6 +6,11 @@
  * finished I/O's callback. Short transfers are resubmitted for the rest, so a
  * callback sees either the whole transfer (0) or an error (-errno).
  *
+ * The ring is locked down before its first submission: READV, WRITEV, FSYNC
+ * and ASYNC_CANCEL only, on the image as registered file 0 only, no register
+ * operation (IORING_REGISTER_RESTRICTIONS). It needs Linux 6.0 (a reset
+ * cancels by registered file); an older kernel fails blk_backend_open.
+ *
  * Not thread-safe: the caller serialises queue/submit/reap (the virtio-blk
  * device does so under its transport lock).
  */
@@ -33,6 +38,7 @@ struct blk_io {
 struct blk_backend {
 	int fd, efd;
 	bool read_only;
+	bool host_fault; /* blk_backend_open failed after the image opened (eventfd, io_uring): the host's fault */
 	uint64_t size; /* bytes */
 	struct io_uring ring;
 	unsigned inflight;
@@ -41,7 +47,11 @@ struct blk_backend {
 	uint64_t submit_errors; /* io_uring_enter refused: the I/O it carried ended with that error */
 };
 
-/* Opens path (a regular file or block device); err gets one line on failure. */
+/*
+ * Opens path (a regular file or block device) and sets up its locked ring;
+ * err gets one line on failure, and host_fault says whether the image was
+ * fine and the host refused the rest (eventfd, io_uring set-up or lock-down).
+ */
 int blk_backend_open(struct blk_backend *b, const char *path, bool read_only, unsigned depth, char *err,
 		     size_t errlen);
 /* Waits for everything in flight (running callbacks), then closes. */

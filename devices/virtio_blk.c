@@ -337,8 +337,12 @@ struct virtio_blk_stats virtio_blk_pci_stats(struct virtio_blk_pci *b)
 
 int virtio_blk_pci_create(struct pci_bus *bus, const char *path, bool read_only, const struct guest_mem *mem,
 			  uint8_t irq_line, void (*irq)(void *ctx, int level), void *ctx, struct virtio_blk_pci **out,
-			  char *err, size_t errlen)
+			  char *err, size_t errlen, bool *host_fault)
 {
+	bool ignored;
+	if (!host_fault)
+		host_fault = &ignored;
+	*host_fault = true;
 	struct virtio_blk_pci *b = calloc(1, sizeof(*b));
 	if (!b) {
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -346,6 +350,7 @@ int virtio_blk_pci_create(struct pci_bus *bus, const char *path, bool read_only,
 	}
 	int r = blk_backend_open(&b->be, path, read_only, VIRTIO_BLK_QUEUE_SIZE, err, errlen);
 	if (r) {
+		*host_fault = b->be.host_fault;
 		free(b);
 		return r;
 	}

@@ -26,9 +26,10 @@
  *
  *     struct virtio_blk_pci *blk;
  *     char err[256];
+ *     bool host_fault;
  *     if (virtio_blk_pci_create(&vm->pci, path, read_only, &vm->gmem, 0,
- *                               irq_line_fn, vm, 11, &blk, err, sizeof(err)))
- *             -> one-line error "-d: <err>", exit status 2
+ *                               irq_line_fn, vm, 11, &blk, err, sizeof(err), &host_fault))
+ *             -> one-line error "--disk: <err>", exit status 2 (the image), 6 (host_fault)
  *     slot = virtio_blk_pci_slot(blk);   // for an MP-table / ACPI routing entry
  *     // in the main thread's event loop: poll virtio_blk_pci_event_fd(blk)
  *     // (re-arm the one-shot poll each time) and when it is readable call
@@ -99,11 +100,13 @@ struct virtio_blk_stats {
 /*
  * Opens the image, builds the PCI function, puts it on bus (its BAR in the
  * bus's MMIO window). irq_line goes into the PCI interrupt-line register.
- * On failure err holds one line (e.g. "disk.img: No such file or directory").
+ * On failure err holds one line (e.g. "disk.img: No such file or directory"),
+ * and *host_fault (may be NULL) says whether the image was fine and the host
+ * refused the rest (eventfd, the locked io_uring, memory, the PCI bus).
  */
 int virtio_blk_pci_create(struct pci_bus *bus, const char *path, bool read_only, const struct guest_mem *mem,
 			  uint8_t irq_line, void (*irq)(void *ctx, int level), void *ctx, struct virtio_blk_pci **out,
-			  char *err, size_t errlen);
+			  char *err, size_t errlen, bool *host_fault);
 /* Waits for in-flight I/O, frees. The device must already be unreachable (vCPUs stopped). */
 void virtio_blk_pci_destroy(struct virtio_blk_pci *b);
 

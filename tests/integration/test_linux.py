@@ -218,6 +218,23 @@ def test_linux_virtio_blk_disk_attaches():
             assert f"disk       {st['requests']} requests, {st['ok']} ok, 0 io errors" in r.stdout, r.stdout
 
 
+def test_linux_disk_ring_that_cannot_be_locked_is_a_host_error():
+    """The disk's io_uring is locked down at set-up (issue 15); when the host
+    refuses a step of that (here the test hook registers a closed fd as the
+    ring's file), the run ends before the guest with status 6 and the step
+    named, not 2 as for a bad image, and never runs on an unlocked ring."""
+    harness.need_kvm()
+    vmlinuz, initrd = kernel()
+    with tempfile.TemporaryDirectory() as d:
+        disk = os.path.join(d, "disk.img")
+        with open(disk, "wb") as f:
+            f.truncate(16 << 20)
+        r = harness.vmm("-k", vmlinuz, "-i", initrd, "-m", "256M", "-d", disk, "--timeout", "2s", json_report=False,
+                        env=dict(os.environ, VMM_TEST_BLK_RING_FD="999"), binary=harness.vmm_test_path())
+        assert r.rc == 6, r
+        assert f"--disk: {disk}: io_uring: registering the image's file: Bad file descriptor" in r.stderr, r.stderr
+
+
 def test_linux_runs_under_the_seccomp_filters():
     """A Linux guest with a disk runs under both filters (the report says so,
     nothing is caught), and they are really installed: the test hook's

@@ -111,7 +111,7 @@ int main(void)
 	int fd = mkstemp(path);
 	CHECK(fd >= 0 && ftruncate(fd, 1 << 20) == 0);
 	close(fd);
-	CHECK_EQ(virtio_blk_pci_create(&d.bus, path, false, &d.gm, 11, vd_irq, &d, &d.blk, err, sizeof(err)), 0);
+	CHECK_EQ(virtio_blk_pci_create(&d.bus, path, false, &d.gm, 11, vd_irq, &d, &d.blk, err, sizeof(err), NULL), 0);
 	CHECK_EQ(virtio_blk_pci_slot(d.blk), 2);
 	CHECK_EQ(vd_probe(&d), 0);
 	CHECK_EQ(d.slot, 2);

@@ -48,7 +48,7 @@ static void setup(struct vdrv *d, bool ro, uint64_t want)
 {
 	char err[256];
 	vd_bus_init(d);
-	CHECK_EQ(virtio_blk_pci_create(&d->bus, img_path, ro, &d->gm, 11, vd_irq, d, &d->blk, err, sizeof(err)), 0);
+	CHECK_EQ(virtio_blk_pci_create(&d->bus, img_path, ro, &d->gm, 11, vd_irq, d, &d->blk, err, sizeof(err), NULL), 0);
 	CHECK_EQ(vd_probe(d), 0);
 	CHECK_EQ(vd_start(d, want, 64), 0);
 }
@@ -126,9 +126,9 @@ static void test_config_and_features(void)
 	struct vdrv e;
 	vd_bus_init(&e);
 	CHECK(virtio_blk_pci_create(&e.bus, "/nonexistent/disk.img", false, &e.gm, 11, vd_irq, &e, &e.blk, err,
-				    sizeof(err)) < 0);
+				    sizeof(err), NULL) < 0);
 	CHECK(strstr(err, "/nonexistent/disk.img: No such file") != NULL);
-	CHECK(virtio_blk_pci_create(&e.bus, "/tmp", false, &e.gm, 11, vd_irq, &e, &e.blk, err, sizeof(err)) < 0);
+	CHECK(virtio_blk_pci_create(&e.bus, "/tmp", false, &e.gm, 11, vd_irq, &e, &e.blk, err, sizeof(err), NULL) < 0);
 	CHECK(strstr(err, "/tmp") != NULL);
 	e.blk = NULL;
 	vd_bus_fini(&e);

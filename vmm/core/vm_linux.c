@@ -153,10 +153,11 @@ static int linux_pci(struct vm *vm, struct vm_error *err)
 	if (slot < 0)
 		return vm_error_set(err, VMM_EXIT_HOST_ERROR, slot, "PCI bus: no free slot");
 	l->blk_gsi = pci_intx_gsi((unsigned)slot, 0);
+	bool host_fault;
 	r = virtio_blk_pci_create(&l->pci, cfg->disk_path, cfg->disk_read_only, &l->gm, (uint8_t)l->blk_gsi,
-				  blk_irq, vm, &l->blk, why, sizeof(why));
+				  blk_irq, vm, &l->blk, why, sizeof(why), &host_fault);
 	if (r)
-		return vm_error_set(err, VMM_EXIT_USAGE, r, "--disk: %s", why);
+		return vm_error_set(err, host_fault ? VMM_EXIT_HOST_ERROR : VMM_EXIT_USAGE, r, "--disk: %s", why);
 	return vm_add_poller(vm, virtio_blk_pci_event_fd(l->blk), blk_completions, l->blk);
 }
 

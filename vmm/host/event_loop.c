@@ -1,11 +1,11 @@
 #include "vmm/host/event_loop.h"
+#include "vmm/host/uring_lock.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,17 +62,6 @@ static const uint8_t allowed_ops[] = { IORING_OP_READ, IORING_OP_POLL_ADD, IORIN
 				       IORING_OP_TIMEOUT_REMOVE };
 
 /*
- * io_uring_register(2) directly: Debian's liburing 2.3 has
- * io_uring_register_restrictions and io_uring_enable_rings in its static
- * library only, not in liburing.so's symbol map.
- */
-static int ring_register(struct io_uring *ring, unsigned op, const void *arg, unsigned n)
-{
-	long rc = syscall(__NR_io_uring_register, ring->ring_fd, op, arg, n);
-	return rc < 0 ? -errno : 0; /* FILES_UPDATE's count is always n here */
-}
-
-/*
  * Every request names a registered file (IOSQE_FIXED_FILE required): the
  * table starts empty (sparse, -1) and an fd takes a slot the first time a
  * helper arms it. All of the loop's fds are first armed before its seccomp
@@ -91,21 +80,12 @@ static int lock_down(struct evloop *l)
 		return -ENOMEM;
 	for (unsigned i = 0; i < l->cap; i++)
 		empty[i] = -1;
-	int rc = ring_register(&l->ring, IORING_REGISTER_FILES, empty, l->cap);
+	int rc = uring_register(&l->ring, IORING_REGISTER_FILES, empty, l->cap);
 	free(empty);
 	if (rc < 0)
 		return rc;
-	struct io_uring_restriction res[sizeof(allowed_ops) + 2];
-	unsigned n = 0;
-	for (unsigned i = 0; i < sizeof(allowed_ops); i++)
-		res[n++] = (struct io_uring_restriction){ .opcode = IORING_RESTRICTION_SQE_OP,
-							  .sqe_op = allowed_ops[i] };
-	res[n++] = (struct io_uring_restriction){ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED,
-						  .sqe_flags = IOSQE_FIXED_FILE };
-	res[n++] = (struct io_uring_restriction){ .opcode = IORING_RESTRICTION_REGISTER_OP,
-						  .register_op = IORING_REGISTER_FILES_UPDATE };
-	rc = ring_register(&l->ring, IORING_REGISTER_RESTRICTIONS, res, n);
-	return rc < 0 ? rc : ring_register(&l->ring, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+	static const uint8_t reg_ops[] = { IORING_REGISTER_FILES_UPDATE };
+	return uring_lock(&l->ring, allowed_ops, sizeof(allowed_ops), reg_ops, sizeof(reg_ops));
 }
 
 int evloop_init_entries(struct evloop *l, unsigned entries)
@@ -135,7 +115,7 @@ static int file_slot(struct evloop *l, int fd)
 	if (l->nfiles == l->cap)
 		return -EMFILE;
 	struct io_uring_files_update up = { .offset = l->nfiles, .fds = (__u64)(uintptr_t)&fd };
-	int rc = ring_register(&l->ring, IORING_REGISTER_FILES_UPDATE, &up, 1);
+	int rc = uring_register(&l->ring, IORING_REGISTER_FILES_UPDATE, &up, 1);
 	if (rc < 0)
 		return rc;
 	l->files[l->nfiles] = fd;
