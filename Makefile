@@ -9,7 +9,7 @@ override CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -I. -
 LDLIBS   += -lfdt -lseccomp -luring -lpthread -lm
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-HOST_DIRS := vmm vcpu sched hypercalls devices
+HOST_DIRS := vmm vcpu sched hypercalls devices lib
 HOST_SRCS := $(filter-out vmm/main.c,$(shell find $(HOST_DIRS) -name '*.c' | sort))
 HOST_OBJS := $(HOST_SRCS:%.c=$(BUILD)/obj/%.o)
 FW_BLOB_OBJ := $(BUILD)/obj/vmm/firmware_blob.o

@@ -1,5 +1,5 @@
 #include "devices/blk_backend_uring.h"
-#include "vmm/host/uring_lock.h"
+#include "lib/uring_lock.h"
 
 #include <errno.h>
 #include <fcntl.h>

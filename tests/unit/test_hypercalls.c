@@ -246,9 +246,12 @@ static void *script0(void *arg)
 	CHECK_EQ(sched_vcpu_enter(s, 0), 0);
 	/* ABI.md 7: the slice ends with vCPU 1 queued: preempt_pending, no preemption */
 	uint64_t until = sched_now_ns() + 2000 * MS;
-	while (!PG(0, preempt_pending) && sched_now_ns() < until)
+	uint32_t req;
+	while (!(req = PG(0, preempt_pending)) && sched_now_ns() < until)
 		;
-	CHECK_EQ(PG(0, preempt_pending), 1); /* the first request: number 1 */
+	/* a request, numbered from 1 (a host that holds this thread back for a
+	 * whole slice may show a later number: each request a new one) */
+	CHECK(req >= 1);
 	CHECK_EQ(rcall(0, VMM_HC_YIELD_TO, ~0ull, 0, 0).ret, 0); /* the safe point: vCPU 1 runs */
 	CHECK(PG(0, preempt_pending) == 0 && PG(0, preempted) == 0);
 	/* vCPU 1 sleeps in wait now. A self-kick stays pending, in the page too */

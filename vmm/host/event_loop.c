@@ -1,5 +1,5 @@
 #include "vmm/host/event_loop.h"
-#include "vmm/host/uring_lock.h"
+#include "lib/uring_lock.h"
 
 #include <errno.h>
 #include <poll.h>

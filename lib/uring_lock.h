@@ -8,8 +8,8 @@
  * forged SQE (the rings are shared memory) outside that completes with
  * -EACCES and does nothing. Used by the event loop and the disk backend.
  */
-#ifndef VMM_HOST_URING_LOCK_H
-#define VMM_HOST_URING_LOCK_H
+#ifndef VMM_LIB_URING_LOCK_H
+#define VMM_LIB_URING_LOCK_H
 
 #include <liburing.h>
 #include <stdint.h>

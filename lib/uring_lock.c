@@ -1,4 +1,4 @@
-#include "vmm/host/uring_lock.h"
+#include "lib/uring_lock.h"
 
 #include <errno.h>
 #include <sys/syscall.h>
