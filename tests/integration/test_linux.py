@@ -198,6 +198,14 @@ def test_linux_corrupted_real_kernel_is_usage_error():
         _usage_error("-k", vmlinuz, "-m", "32M", words=["more memory"])
 
 
+def _sparse_disk(folder):
+    """A 16 MiB disk image of zeros (sparse) in folder."""
+    disk = os.path.join(folder, "disk.img")
+    with open(disk, "wb") as f:
+        f.truncate(16 << 20)
+    return disk
+
+
 def test_linux_virtio_blk_disk_attaches():
     """The disk is created on the PCI bus and the guest starts with it; that
     the kernel finds it cannot be seen here (it stops long before PCI probing,
@@ -206,9 +214,7 @@ def test_linux_virtio_blk_disk_attaches():
     harness.need_kvm()
     vmlinuz, initrd = kernel()
     with tempfile.TemporaryDirectory() as d:
-        disk = os.path.join(d, "disk.img")
-        with open(disk, "wb") as f:
-            f.truncate(16 << 20)
+        disk = _sparse_disk(d)
         for spec in (disk, disk + ",ro"):
             r = harness.vmm("-k", vmlinuz, "-i", initrd, "-m", "256M", "-d", spec, "--timeout", "2s")
             assert r.rc == 4, r  # it ran until the timeout: set-up with the disk succeeded
@@ -226,9 +232,7 @@ def test_linux_disk_ring_that_cannot_be_locked_is_a_host_error():
     harness.need_kvm()
     vmlinuz, initrd = kernel()
     with tempfile.TemporaryDirectory() as d:
-        disk = os.path.join(d, "disk.img")
-        with open(disk, "wb") as f:
-            f.truncate(16 << 20)
+        disk = _sparse_disk(d)
         r = harness.vmm("-k", vmlinuz, "-i", initrd, "-m", "256M", "-d", disk, "--timeout", "2s", json_report=False,
                         env=dict(os.environ, VMM_TEST_BLK_RING_FD="999"), binary=harness.vmm_test_path())
         assert r.rc == 6, r
