@@ -138,8 +138,8 @@ static void lost_request_is_reported(void)
 
 int main(void)
 {
-	restricted_ring();
-	helpers_work();
-	lost_request_is_reported();
+	RUN(restricted_ring);
+	RUN(helpers_work);
+	RUN(lost_request_is_reported);
 	return check_summary();
 }

@@ -739,16 +739,16 @@ static void test_threads(void)
 int main(void)
 {
 	make_image();
-	test_config_and_features();
-	test_write_read_back();
-	test_indirect_and_many_in_flight();
-	test_flush_and_write_through();
-	test_read_only();
-	test_get_id();
-	test_malformed_chains();
-	test_ring_errors_and_reset();
-	test_fuzz();
-	test_threads();
+	RUN(test_config_and_features);
+	RUN(test_write_read_back);
+	RUN(test_indirect_and_many_in_flight);
+	RUN(test_flush_and_write_through);
+	RUN(test_read_only);
+	RUN(test_get_id);
+	RUN(test_malformed_chains);
+	RUN(test_ring_errors_and_reset);
+	RUN(test_fuzz);
+	RUN(test_threads);
 	unlink(img_path);
 	return check_summary();
 }

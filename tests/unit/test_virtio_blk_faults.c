@@ -391,10 +391,10 @@ static void test_read_only_underneath(void)
 
 int main(void)
 {
-	test_reset_stops_reads();
-	test_submit_refused();
-	test_truncated_image();
-	test_full_filesystem();
-	test_read_only_underneath();
+	RUN(test_reset_stops_reads);
+	RUN(test_submit_refused);
+	RUN(test_truncated_image);
+	RUN(test_full_filesystem);
+	RUN(test_read_only_underneath);
 	return check_summary();
 }
