@@ -38,7 +38,7 @@ static const char *check_member(const struct dom_core *c, int m, int held)
 		return "nheld differs from the slots";
 	int nq = 0, nhold = 0, last = -1;
 	for (int v = x->qhead; v >= 0; v = x->v[v].qnext) {
-		if (++nq > x->nvcpus || x->v[v].state != DOM_V_QUEUED)
+		if (++nq > x->nvcpus || x->v[v].state != DOM_V_QUEUED || x->v[v].qprev != last)
 			return "a member's queue is broken";
 		last = v;
 	}

@@ -138,6 +138,7 @@ static void enqueue(struct dom_core *c, int m, int v)
 	wake_member(c, x);
 	x->v[v].state = DOM_V_QUEUED;
 	x->v[v].qnext = -1;
+	x->v[v].qprev = x->qtail;
 	if (x->qtail >= 0)
 		x->v[x->qtail].qnext = v;
 	else
@@ -149,18 +150,30 @@ static void enqueue(struct dom_core *c, int m, int v)
 		dh_insert(c, m);
 }
 
-static int dequeue(struct dom_core *c, int m)
+/* Out of its member's FIFO, from anywhere in it: O(1). */
+static void unqueue(struct dom_core *c, int m, int v)
 {
 	struct dom_member *x = &c->mem[m];
-	int v = x->qhead;
-	x->qhead = x->v[v].qnext;
-	if (x->qhead < 0)
-		x->qtail = -1;
-	x->v[v].qnext = -1;
+	struct dom_vcpu *y = &x->v[v];
+	if (y->qprev >= 0)
+		x->v[y->qprev].qnext = y->qnext;
+	else
+		x->qhead = y->qnext;
+	if (y->qnext >= 0)
+		x->v[y->qnext].qprev = y->qprev;
+	else
+		x->qtail = y->qprev;
+	y->qprev = y->qnext = -1;
 	x->nqueued--;
 	c->nqueued--;
 	if (!x->nqueued)
 		dh_remove(c, m);
+}
+
+static int dequeue(struct dom_core *c, int m)
+{
+	int v = c->mem[m].qhead;
+	unqueue(c, m, v);
 	return v;
 }
 
@@ -223,7 +236,7 @@ int dom_core_join(struct dom_core *c, uint32_t weight, int nvcpus, uint64_t now)
 	charge(c, now);
 	raise_floor(c);
 	for (int i = 0; i < nvcpus; i++)
-		v[i] = (struct dom_vcpu){ DOM_V_BLOCKED, -1, -1 };
+		v[i] = (struct dom_vcpu){ DOM_V_BLOCKED, -1, -1, -1 };
 	c->mem[m] = (struct dom_member){
 		.used = true, .weight = weight, .nvcpus = nvcpus, .v = v,
 		.qhead = -1, .qtail = -1, .heap_idx = -1,
@@ -295,6 +308,37 @@ int dom_core_release(struct dom_core *c, int m, int v, enum dom_release why,
 		enqueue(c, m, v);
 	else
 		x->state = why == DOM_REL_DONE ? DOM_V_DONE : DOM_V_BLOCKED;
+	finish(c, now);
+	return 0;
+}
+
+int dom_core_handoff(struct dom_core *c, int m, int from, int to,
+		     enum dom_release why, uint64_t now)
+{
+	if (!valid_vcpu(c, m, from) || !valid_vcpu(c, m, to) || from == to ||
+	    (unsigned)why > DOM_REL_DONE)
+		return -EINVAL;
+	struct dom_member *x = &c->mem[m];
+	struct dom_vcpu *f = &x->v[from], *t = &x->v[to];
+	if (f->state != DOM_V_HOLDING ||
+	    (t->state != DOM_V_QUEUED && t->state != DOM_V_BLOCKED))
+		return -EINVAL;
+	now = clamp_now(c, now);
+	charge(c, now); /* the same member either way; keeps charges per event */
+	int s = f->slot;
+	if (t->state == DOM_V_QUEUED)
+		unqueue(c, m, to);
+	t->state = DOM_V_HOLDING;
+	t->slot = s;
+	c->slot[s].v = to;
+	emit(c, DOM_ACT_MOVE, m, to, s);
+	if (c->slot[s].revoking)
+		emit(c, DOM_ACT_REVOKE, m, to, s);
+	f->slot = -1;
+	if (why == DOM_REL_YIELD)
+		enqueue(c, m, from);
+	else
+		f->state = why == DOM_REL_DONE ? DOM_V_DONE : DOM_V_BLOCKED;
 	finish(c, now);
 	return 0;
 }

@@ -9,7 +9,9 @@
  * cpu.weight semantics, 1..10000, 100 = default). Between members the
  * core is fair by weighted virtual time: a member's vtime grows by
  * held_ns * 100 / weight, and a free slot goes to the queued member with the
- * smallest vtime. Within a member its vCPUs take slots in FIFO order.
+ * smallest vtime. Within a member its vCPUs take free slots in FIFO order;
+ * the member's own yield policy moves a slot it holds to a sibling by
+ * dom_core_handoff.
  *
  * Every event comes from an untrusted member (through the agent), so each
  * one is validated against the state: a bad one returns -EINVAL and changes
@@ -36,6 +38,8 @@ enum dom_action_kind {
 	DOM_ACT_RECLAIM, /* (m, v) did not release by the hard deadline: slot is
 			    taken back in the books (and regranted in the same
 			    event); (m, v) is OVERRUN until it releases */
+	DOM_ACT_MOVE,    /* the member moved slot to its (m, v) (handoff): the
+			    books follow; rewrite both vCPUs' grant words */
 };
 
 struct dom_action {
@@ -60,7 +64,7 @@ enum dom_release {
 struct dom_vcpu {
 	enum dom_vstate state;
 	int slot;       /* when HOLDING */
-	int qnext;      /* FIFO link when QUEUED, -1 = last */
+	int qprev, qnext; /* FIFO links when QUEUED, -1 = none */
 };
 
 struct dom_member {
@@ -124,6 +128,13 @@ int dom_core_runnable(struct dom_core *c, int m, int v, uint64_t now);
 /* (m, v) gives its slot back (or, when OVERRUN, reports it is out). */
 int dom_core_release(struct dom_core *c, int m, int v, enum dom_release why,
 		     uint64_t now);
+/* Member m moved the slot `from` holds to its sibling `to` (QUEUED or
+ * BLOCKED), as its own yield policy decided (directed yield, PV kick). The
+ * slot keeps its slice end, and a pending revoke and its hard deadline
+ * follow the slot (REVOKE is sent again to `to`): hand-offs never extend a
+ * member's hold. `from` goes on as `why` says. */
+int dom_core_handoff(struct dom_core *c, int m, int from, int to,
+		     enum dom_release why, uint64_t now);
 /* Slice ends and hard deadlines up to now. */
 void dom_core_tick(struct dom_core *c, uint64_t now);
 

@@ -50,7 +50,7 @@ struct sim {
 };
 
 /* What the random runs exercised, all runs together. */
-static long n_grant, n_revoke, n_reclaim, n_kill;
+static long n_grant, n_revoke, n_reclaim, n_kill, n_handoff;
 
 static void sim_init(struct sim *s, int nslots, uint64_t slice, uint64_t grace)
 {
@@ -122,6 +122,11 @@ static void drain(struct sim *s)
 			fail_if(s, !x->running || x->slot != a.slot, "reclaim of a slot it does not hold");
 			stop_running(s, a.m, a.v);
 			break;
+		case DOM_ACT_MOVE:
+			/* The member moved it first (sim_handoff); the books follow. */
+			fail_if(s, s->slot_owner[a.slot][0] != a.m || s->slot_owner[a.slot][1] != a.v ||
+				!x->running, "move that does not match the member's own");
+			break;
 		}
 	}
 	dom_core_clear_actions(c);
@@ -161,6 +166,25 @@ static void sim_release(struct sim *s, int m, int v, enum dom_release why)
 	stop_running(s, m, v);
 	CHECK_EQ(dom_core_release(s->c, m, v, why, s->now), 0);
 	drain(s);
+}
+
+/* The member moves from's slot to to itself, then tells the core. */
+static int sim_handoff(struct sim *s, int m, int from, int to, enum dom_release why, bool ok)
+{
+	if (ok) {
+		struct fvcpu *f = &s->m[m].v[from], *t = &s->m[m].v[to];
+		int slot = f->slot;
+		stop_running(s, m, from);
+		t->running = true;
+		t->slot = slot;
+		t->since = s->now;
+		t->release_at = 0;
+		s->slot_owner[slot][0] = m;
+		s->slot_owner[slot][1] = to;
+	}
+	int r = dom_core_handoff(s->c, m, from, to, why, s->now);
+	drain(s);
+	return r;
 }
 
 /* Slot time of m so far, the running part included. */
@@ -438,6 +462,54 @@ static void test_revoke_choice(void)
 	dom_core_destroy(s.c);
 }
 
+/* Hand-offs inside a member (its own yield policy): the slot moves at
+ * once, keeps its slice end and any pending revoke and hard deadline. */
+static void test_handoff(void)
+{
+	struct sim s;
+	sim_init(&s, 1, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 3, true); /* v0 holds, v1 v2 queued */
+	int b = sim_join(&s, 100, 1, true);
+	s.now = 3 * MS;
+	CHECK_EQ(sim_handoff(&s, a, 0, 2, DOM_REL_BLOCK, true), 0);
+	CHECK_EQ(count_acts(&s, DOM_ACT_MOVE, a), 1);
+	CHECK_EQ(s.nact_last, 1);
+	CHECK_EQ(s.c->mem[a].v[2].state, DOM_V_HOLDING);
+	CHECK_EQ(s.c->mem[a].v[0].state, DOM_V_BLOCKED);
+	CHECK_EQ(s.c->mem[a].qhead, 1); /* v1 keeps its place */
+	s.now = 6 * MS; /* a PV kick: the woken sleeper takes the slot */
+	CHECK_EQ(sim_handoff(&s, a, 2, 0, DOM_REL_YIELD, true), 0);
+	CHECK_EQ(s.c->mem[a].qtail, 2);
+	/* Refused, nothing changed: not the holder, itself, a holder, done. */
+	CHECK_EQ(dom_core_handoff(s.c, a, 1, 2, DOM_REL_YIELD, s.now), -EINVAL);
+	CHECK_EQ(dom_core_handoff(s.c, a, 0, 0, DOM_REL_YIELD, s.now), -EINVAL);
+	CHECK_EQ(dom_core_handoff(s.c, a, 0, 3, DOM_REL_YIELD, s.now), -EINVAL);
+	CHECK_EQ(dom_core_handoff(s.c, b, 0, 0, DOM_REL_YIELD, s.now), -EINVAL);
+	CHECK_EQ(s.c->nact, 0);
+	/* No hand-off chain extends the slice: B's turn comes at 10 ms. */
+	CHECK_EQ(dom_core_next_deadline(s.c), 10 * MS);
+	s.m[a].deaf = true;
+	s.now = 10 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(count_acts(&s, DOM_ACT_REVOKE, a), 1);
+	/* A hand-off of a slot being revoked passes the revoke on... */
+	s.now = 12 * MS;
+	CHECK_EQ(sim_handoff(&s, a, 0, 1, DOM_REL_YIELD, true), 0);
+	CHECK_EQ(count_acts(&s, DOM_ACT_MOVE, a), 1);
+	CHECK_EQ(count_acts(&s, DOM_ACT_REVOKE, a), 1);
+	CHECK_EQ(s.last[1].v, 1);
+	/* ... and the hard deadline stays where it was. */
+	CHECK_EQ(dom_core_next_deadline(s.c), 15 * MS);
+	s.now = 15 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(count_acts(&s, DOM_ACT_RECLAIM, a), 1);
+	CHECK_EQ(count_acts(&s, DOM_ACT_GRANT, b), 1);
+	CHECK_EQ(s.c->mem[a].v[1].state, DOM_V_OVERRUN);
+	dom_core_destroy(s.c);
+}
+
 static void test_bad_params_and_events(void)
 {
 	const char *why = NULL;
@@ -489,7 +561,7 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 		enum dom_vstate st = live && v < s.m[m].nvcpus ? s.c->mem[m].v[v].state : DOM_V_DONE;
 		int r;
 		s.now += rnd() % (3 * MS);
-		switch (rnd() % 10) {
+		switch (rnd() % 11) {
 		case 0: /* join */
 			if (!live)
 				sim_join(&s, 1 + (uint32_t)(rnd() % 400), 1 + (int)(rnd() % MAXV), rnd() & 1);
@@ -519,6 +591,31 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 			drain(&s);
 			break;
 		}
+		case 8: { /* a hand-off inside the member, mostly from a holder */
+			for (int i = 0; live && i < s.m[m].nvcpus && rnd() % 8; i++)
+				if (s.m[m].v[(v + i) % s.m[m].nvcpus].running) {
+					v = (v + i) % s.m[m].nvcpus;
+					st = s.c->mem[m].v[v].state;
+					break;
+				}
+			int to = (int)(rnd() % MAXV);
+			for (int i = 0; live && i < s.m[m].nvcpus && rnd() % 8; i++) {
+				int u = (to + i) % s.m[m].nvcpus;
+				enum dom_vstate us = s.c->mem[m].v[u].state;
+				if (u != v && (us == DOM_V_QUEUED || us == DOM_V_BLOCKED)) {
+					to = u;
+					break;
+				}
+			}
+			enum dom_vstate ts = live && to < s.m[m].nvcpus ? s.c->mem[m].v[to].state : DOM_V_DONE;
+			bool ok = live && v < s.m[m].nvcpus && st == DOM_V_HOLDING && v != to &&
+				  (ts == DOM_V_QUEUED || ts == DOM_V_BLOCKED);
+			r = sim_handoff(&s, m, v, to, (enum dom_release)(rnd() % 3), ok);
+			fail_if(&s, (r == 0) != ok, "handoff accepted or refused wrongly");
+			if (ok)
+				n_handoff++;
+			break;
+		}
 		case 7:
 			if (live)
 				dom_core_set_weight(s.c, m, 1 + (uint32_t)(rnd() % 400), s.now);
@@ -543,22 +640,25 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 static void test_random_runs(void)
 {
 	int runs = 0;
-	n_grant = n_revoke = n_reclaim = n_kill = 0;
+	n_grant = n_revoke = n_reclaim = n_kill = n_handoff = 0;
 	for (uint64_t seed = 1; seed <= 40; seed++) {
 		rng = seed * 0x9e3779b97f4a7c15ull;
 		random_run(seed * 0x9e3779b97f4a7c15ull, 1 + (int)(seed % 4), 5000);
 		runs++;
 	}
 	printf("  %d random runs of 5000 events, invariants after each: %ld grants, "
-	       "%ld revokes, %ld reclaims, %ld leaves\n", runs, n_grant, n_revoke, n_reclaim, n_kill);
+	       "%ld revokes, %ld reclaims, %ld leaves, %ld hand-offs\n", runs, n_grant, n_revoke,
+	       n_reclaim, n_kill, n_handoff);
 	/* Each kind of event really happened, many times. */
-	CHECK(n_grant > 10000 && n_revoke > 1000 && n_reclaim > 100 && n_kill > 100);
+	CHECK(n_grant > 10000 && n_revoke > 1000 && n_reclaim > 100 && n_kill > 100 &&
+	      n_handoff > 1000);
 }
 
 int main(void)
 {
 	RUN(test_bad_params_and_events);
 	RUN(test_killed_holder);
+	RUN(test_handoff);
 	RUN(test_deaf_member_reclaimed);
 	RUN(test_weights_1_2);
 	RUN(test_weights_1_1_2);
