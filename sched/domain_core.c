@@ -398,6 +398,21 @@ void dom_core_tick(struct dom_core *c, uint64_t now)
 	finish(c, now);
 }
 
+int dom_core_member_stats(const struct dom_core *c, int m, uint64_t now,
+			  struct dom_member_stats *out)
+{
+	if (m < 0 || m >= c->max_members || !c->mem[m].used)
+		return -EINVAL;
+	const struct dom_member *x = &c->mem[m];
+	*out = (struct dom_member_stats){ x->weight, x->nvcpus, x->nheld, x->nqueued,
+					  x->held_ns, x->joined_ns, x->reclaims };
+	/* The held slots' time since their last charge, without charging. */
+	for (int s = 0; s < c->nslots; s++)
+		if (c->slot[s].m == m && now > c->slot[s].charged)
+			out->held_ns += now - c->slot[s].charged;
+	return 0;
+}
+
 uint64_t dom_core_next_deadline(const struct dom_core *c)
 {
 	uint64_t d = UINT64_MAX;

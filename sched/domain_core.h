@@ -139,6 +139,16 @@ int dom_core_handoff(struct dom_core *c, int m, int from, int to,
 void dom_core_tick(struct dom_core *c, uint64_t now);
 
 /* Queries. */
+struct dom_member_stats {
+	uint32_t weight;
+	int nvcpus, nheld, nqueued;
+	uint64_t held_ns;   /* slot time since it joined, up to now */
+	uint64_t joined_ns;
+	uint64_t reclaims;  /* slots taken back at the hard deadline */
+};
+/* For `vmm domain status`: -EINVAL for an id not in use. Charges nothing. */
+int dom_core_member_stats(const struct dom_core *c, int m, uint64_t now,
+			  struct dom_member_stats *out);
 /* The next instant dom_core_tick has work; UINT64_MAX = none. */
 uint64_t dom_core_next_deadline(const struct dom_core *c);
 /* NULL if every invariant holds, else what broke (tests: after each event). */

@@ -270,6 +270,12 @@ static void check_weights(const uint32_t *w, const uint32_t *wrong, int n, int n
 	for (int i = 0; i < n; i++)
 		printf("  %d slot(s), weight %u: %.2f%% of slot time (want %.2f%%)\n", nslots, w[i],
 		       100.0 * (double)got[i] / (double)tot, 100.0 * w[i] / wsum(w, n));
+	for (int i = 0; i < n; i++) {
+		struct dom_member_stats st;
+		CHECK_EQ(dom_core_member_stats(s.c, id[i], s.now, &st), 0);
+		CHECK_EQ(st.held_ns, got[i]); /* what `status` will show */
+		CHECK_EQ(st.weight, w[i]);
+	}
 	/* Work conserving: the slots were busy the whole time. */
 	CHECK(tot == nslots * 10 * SEC);
 	CHECK(shares_within(got, w, n, 0.05));
@@ -633,6 +639,17 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 		fail_if(&s, nrun > nslots, "more vCPUs hold slots than there are slots");
 		fail_if(&s, s.c->nqueued > 0 && nrun < nslots,
 			"a slot is idle while vCPUs are queued");
+		/* The core's accounting is what the fakes measured, to the ns. */
+		for (int i = 0; i < MAXM && !s.broken; i++) {
+			struct dom_member_stats st;
+			int running = 0;
+			for (int j = 0; s.m[i].live && j < s.m[i].nvcpus; j++)
+				running += s.m[i].v[j].running;
+			r = dom_core_member_stats(s.c, i, s.now, &st);
+			fail_if(&s, (r == 0) != s.m[i].live, "stats of a gone member, or none of a live one");
+			fail_if(&s, r == 0 && (st.held_ns != held(&s, i) || st.nheld != running),
+				"the core's held time or slots differ from the member's");
+		}
 	}
 	dom_core_destroy(s.c);
 }
