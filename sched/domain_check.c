@@ -1,0 +1,90 @@
+/*
+ * The domain core's invariants, checked from scratch (O(everything)): the
+ * unit tests call it after every event. Returns what broke, or NULL.
+ */
+#include <stddef.h>
+
+#include "sched/domain_int.h"
+
+static const char *check_slots(const struct dom_core *c, int *held, int *nrev)
+{
+	*nrev = 0;
+	for (int s = 0; s < c->nslots; s++) {
+		const struct dom_slot *sl = &c->slot[s];
+		if (sl->m < 0) {
+			if (c->nqueued)
+				return "a slot is free while vCPUs are queued";
+			continue;
+		}
+		if (sl->m >= c->max_members || !c->mem[sl->m].used)
+			return "a slot is held by a member that is gone";
+		const struct dom_member *x = &c->mem[sl->m];
+		if (sl->v < 0 || sl->v >= x->nvcpus)
+			return "a slot names no vCPU of its member";
+		if (x->v[sl->v].state != DOM_V_HOLDING || x->v[sl->v].slot != s)
+			return "a slot's vCPU does not hold it (or holds another)";
+		held[sl->m]++;
+		*nrev += sl->revoking;
+	}
+	return NULL;
+}
+
+static const char *check_member(const struct dom_core *c, int m, int held)
+{
+	const struct dom_member *x = &c->mem[m];
+	if (!x->used)
+		return held || x->heap_idx >= 0 || x->nqueued ? "a gone member holds or queues" : NULL;
+	if (held != x->nheld)
+		return "nheld differs from the slots";
+	int nq = 0, nhold = 0, last = -1;
+	for (int v = x->qhead; v >= 0; v = x->v[v].qnext) {
+		if (++nq > x->nvcpus || x->v[v].state != DOM_V_QUEUED || x->v[v].qprev != last)
+			return "a member's queue is broken";
+		last = v;
+	}
+	if (nq != x->nqueued || last != x->qtail)
+		return "a member's queue length or tail is wrong";
+	for (int v = 0; v < x->nvcpus; v++) {
+		nhold += x->v[v].state == DOM_V_HOLDING;
+		nq -= x->v[v].state == DOM_V_QUEUED;
+	}
+	if (nq || nhold != x->nheld)
+		return "a member's vCPU states disagree with its queue or slots";
+	if ((x->nqueued > 0) != (x->heap_idx >= 0))
+		return "a member is in the heap iff it has queued vCPUs: broken";
+	if (dom_busy(x) && x->vtime < c->min_vtime)
+		return "a busy member is behind the vtime floor";
+	/* vtime grew by exactly the held time at this weight, less at most
+	 * one rounding per charge. */
+	uint64_t want = (x->held_ns - x->held_in) * DOM_WEIGHT_DEFAULT / x->weight;
+	uint64_t got = x->vtime - x->vtime_in;
+	if (x->vtime < x->vtime_in || got > want || got + x->ncharges < want)
+		return "vtime does not match the held time and weight";
+	return NULL;
+}
+
+const char *dom_core_check(const struct dom_core *c)
+{
+	int held[4096] = { 0 };
+	int nrev, nq = 0, nheap = 0;
+	const char *e = check_slots(c, held, &nrev);
+	if (e)
+		return e;
+	if (nrev != c->nrevoking)
+		return "nrevoking differs from the slots";
+	for (int m = 0; m < c->max_members; m++) {
+		if ((e = check_member(c, m, held[m])))
+			return e;
+		nq += c->mem[m].used ? c->mem[m].nqueued : 0;
+		nheap += c->mem[m].heap_idx >= 0;
+	}
+	if (nq != c->nqueued || nheap != c->nheap)
+		return "the domain's queued count or heap size is wrong";
+	for (int i = 0; i < c->nheap; i++) {
+		if (c->mem[c->heap[i]].heap_idx != i)
+			return "a heap index is stale";
+		if (i && dh_less(c, c->heap[i], c->heap[(i - 1) / 2]))
+			return "the heap order is broken";
+	}
+	return NULL;
+}

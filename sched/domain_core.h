@@ -1,0 +1,158 @@
+/*
+ * The scheduling domain's pure decision core (sched/DOMAIN.md): which
+ * member VM's vCPU holds which of the domain's P slots. Single-threaded and
+ * deterministic, like core.h: no clock, no processes, no shared memory.
+ * Every entry takes now_ns and appends ACTIONS that the caller (the domain
+ * agent) executes and then clears.
+ *
+ * Members are whole VMs (one `vmm` process each) with a weight (cgroup
+ * cpu.weight semantics, 1..10000, 100 = default). Between members the
+ * core is fair by weighted virtual time: a member's vtime grows by
+ * held_ns * 100 / weight, and a free slot goes to the queued member with the
+ * smallest vtime. Within a member its vCPUs take free slots in FIFO order;
+ * the member's own yield policy moves a slot it holds to a sibling by
+ * dom_core_handoff.
+ *
+ * Every event comes from an untrusted member (through the agent), so each
+ * one is validated against the state: a bad one returns -EINVAL and changes
+ * nothing.
+ *
+ * Cost per event: O(P + P log M) for P slots and M members (the slots are
+ * charged and scanned; the queued members sit in a binary min-heap by
+ * vtime); never a scan over all vCPUs.
+ */
+#ifndef VMM_SCHED_DOMAIN_CORE_H
+#define VMM_SCHED_DOMAIN_CORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define DOM_WEIGHT_MIN 1
+#define DOM_WEIGHT_DEFAULT 100
+#define DOM_WEIGHT_MAX 10000
+#define DOM_VCPUS_MAX 1024
+
+enum dom_action_kind {
+	DOM_ACT_GRANT,   /* (m, v) may run on slot now: write its word, wake it */
+	DOM_ACT_REVOKE,  /* slice over, someone waits: (m, v) must release slot */
+	DOM_ACT_RECLAIM, /* (m, v) did not release by the hard deadline: slot is
+			    taken back in the books (and regranted in the same
+			    event); (m, v) is OVERRUN until it releases */
+	DOM_ACT_MOVE,    /* the member moved slot to its (m, v) (handoff): the
+			    books follow; rewrite both vCPUs' grant words */
+};
+
+struct dom_action {
+	enum dom_action_kind kind;
+	int m, v, slot;
+};
+
+enum dom_vstate {
+	DOM_V_BLOCKED,  /* not runnable (waits, halts, not started) */
+	DOM_V_QUEUED,   /* runnable, in its member's FIFO */
+	DOM_V_HOLDING,  /* holds a slot */
+	DOM_V_OVERRUN,  /* lost its slot at the hard deadline, not back yet */
+	DOM_V_DONE,
+};
+
+enum dom_release {
+	DOM_REL_YIELD, /* still runnable: back of its member's queue */
+	DOM_REL_BLOCK, /* waits or halts: runnable again by dom_core_runnable */
+	DOM_REL_DONE,  /* the vCPU has ended */
+};
+
+struct dom_vcpu {
+	enum dom_vstate state;
+	int slot;       /* when HOLDING */
+	int qprev, qnext; /* FIFO links when QUEUED, -1 = none */
+};
+
+struct dom_member {
+	bool used;
+	uint32_t weight;
+	int nvcpus;
+	struct dom_vcpu *v;
+	int qhead, qtail, nqueued;
+	int nheld;         /* slots held */
+	int heap_idx;      /* -1: not in the heap (nothing queued) */
+	uint64_t vtime;    /* weighted virtual time, ns at weight 100 */
+	uint64_t vtime_in; /* vtime when it last became busy or changed weight */
+	uint64_t held_in;  /* held_ns at that moment */
+	uint64_t ncharges; /* charges since then (each may round down by 1) */
+	uint64_t held_ns;  /* slot time charged since it joined */
+	uint64_t joined_ns;
+	uint64_t reclaims; /* hard-deadline reclaims */
+};
+
+struct dom_slot {
+	int m, v;          /* -1: free */
+	uint64_t charged;  /* held time charged up to here */
+	uint64_t slice_end;
+	bool revoking;      /* REVOKE sent, slot not given back yet */
+	uint64_t hard_at;   /* ... and when it is taken back regardless */
+};
+
+struct dom_params {
+	int nslots;          /* P, 1..256 */
+	int max_members;     /* 1..4096 */
+	uint64_t slice_ns;   /* 0: 10 ms */
+	uint64_t grace_ns;   /* revoke -> hard deadline; 0: 5 ms */
+};
+
+struct dom_core {
+	int nslots, max_members;
+	uint64_t slice_ns, grace_ns;
+	struct dom_slot *slot;
+	struct dom_member *mem;
+	int *heap, nheap;    /* member ids with queued vCPUs, min vtime first */
+	int nqueued;         /* vCPUs queued, all members */
+	int nrevoking;       /* slots with a revoke outstanding */
+	uint64_t min_vtime;  /* monotonic floor: joiners and wakers start here */
+	uint64_t last_now;
+	struct dom_action *act;
+	int nact, act_cap;
+};
+
+/* NULL on bad params (*why gets a static message). */
+struct dom_core *dom_core_create(const struct dom_params *p, const char **why);
+void dom_core_destroy(struct dom_core *c);
+
+/* Events. Each returns 0, or -EINVAL / -ENOSPC / -ENOMEM with no change. */
+/* A new member, all its vCPUs BLOCKED; returns its id (>= 0). Its vtime
+ * starts at the domain's floor: no credit for the time before it joined. */
+int dom_core_join(struct dom_core *c, uint32_t weight, int nvcpus, uint64_t now);
+/* Clean leave and death alike: its slots go to others in this same event. */
+int dom_core_leave(struct dom_core *c, int m, uint64_t now);
+int dom_core_set_weight(struct dom_core *c, int m, uint32_t weight, uint64_t now);
+int dom_core_runnable(struct dom_core *c, int m, int v, uint64_t now);
+/* (m, v) gives its slot back (or, when OVERRUN, reports it is out). */
+int dom_core_release(struct dom_core *c, int m, int v, enum dom_release why,
+		     uint64_t now);
+/* Member m moved the slot `from` holds to its sibling `to` (QUEUED or
+ * BLOCKED), as its own yield policy decided (directed yield, PV kick). The
+ * slot keeps its slice end, and a pending revoke and its hard deadline
+ * follow the slot (REVOKE is sent again to `to`): hand-offs never extend a
+ * member's hold. `from` goes on as `why` says. */
+int dom_core_handoff(struct dom_core *c, int m, int from, int to,
+		     enum dom_release why, uint64_t now);
+/* Slice ends and hard deadlines up to now. */
+void dom_core_tick(struct dom_core *c, uint64_t now);
+
+/* Queries. */
+struct dom_member_stats {
+	uint32_t weight;
+	int nvcpus, nheld, nqueued;
+	uint64_t held_ns;   /* slot time since it joined, up to now */
+	uint64_t joined_ns;
+	uint64_t reclaims;  /* slots taken back at the hard deadline */
+};
+/* For `vmm domain status`: -EINVAL for an id not in use. Charges nothing. */
+int dom_core_member_stats(const struct dom_core *c, int m, uint64_t now,
+			  struct dom_member_stats *out);
+/* The next instant dom_core_tick has work; UINT64_MAX = none. */
+uint64_t dom_core_next_deadline(const struct dom_core *c);
+/* NULL if every invariant holds, else what broke (tests: after each event). */
+const char *dom_core_check(const struct dom_core *c);
+static inline void dom_core_clear_actions(struct dom_core *c) { c->nact = 0; }
+
+#endif

@@ -1,0 +1,688 @@
+/*
+ * The domain's pure decision core (sched/domain_core.h), driven by fake
+ * member VMs on a fake clock. The fakes keep their own books of which vCPU
+ * runs on which slot, built only from the actions, and measure slot time
+ * themselves: the core's own counters are never what a share check reads.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/domain_core.h"
+#include "tests/unit/check.h"
+
+#define US 1000ull
+#define MS (1000 * US)
+#define SEC (1000 * MS)
+#define MAXM 8
+#define MAXV 8
+#define MAXS 8
+
+/* ---- the fake members ---- */
+
+struct fvcpu {
+	bool running;      /* per the actions: holds a slot */
+	int slot;
+	uint64_t since;    /* when it was granted */
+	uint64_t release_at; /* 0: no release scheduled */
+	uint64_t held;     /* slot time, measured here */
+};
+
+struct fmember {
+	bool live;
+	bool busy;          /* every release is a yield: always runnable */
+	bool deaf;          /* ignores REVOKE (a stopped or rogue member) */
+	int nvcpus;
+	struct fvcpu v[MAXV];
+};
+
+struct sim {
+	struct dom_core *c;
+	uint64_t now;
+	uint64_t release_lat;   /* REVOKE -> release of a member that answers */
+	struct fmember m[MAXM];
+	int slot_owner[MAXS][2]; /* (m, v) or -1 */
+	int nact_last;           /* actions of the last event */
+	struct dom_action last[64];
+	bool broken;             /* a check failed: stop the run */
+};
+
+/* What the random runs exercised, all runs together. */
+static long n_grant, n_revoke, n_reclaim, n_kill, n_handoff;
+
+static void sim_init(struct sim *s, int nslots, uint64_t slice, uint64_t grace)
+{
+	memset(s, 0, sizeof(*s));
+	struct dom_params p = { .nslots = nslots, .max_members = MAXM,
+				.slice_ns = slice, .grace_ns = grace };
+	const char *why = NULL;
+	s->c = dom_core_create(&p, &why);
+	CHECK(s->c != NULL);
+	s->release_lat = 20 * US;
+	for (int i = 0; i < MAXS; i++)
+		s->slot_owner[i][0] = s->slot_owner[i][1] = -1;
+}
+
+static void fail_if(struct sim *s, bool bad, const char *what)
+{
+	if (bad && !s->broken) {
+		s->broken = true;
+		fprintf(stderr, "  at t=%llu ns: %s\n", (unsigned long long)s->now, what);
+	}
+	CHECK(!bad);
+}
+
+static void stop_running(struct sim *s, int m, int v)
+{
+	struct fvcpu *x = &s->m[m].v[v];
+	x->held += s->now - x->since;
+	x->running = false;
+	x->release_at = 0;
+	s->slot_owner[x->slot][0] = s->slot_owner[x->slot][1] = -1;
+}
+
+/* Execute and clear the core's actions as an agent would, then check the
+ * core's invariants: after every single event. */
+static void drain(struct sim *s)
+{
+	struct dom_core *c = s->c;
+	s->nact_last = c->nact < 64 ? c->nact : 64;
+	memcpy(s->last, c->act, sizeof(*s->last) * (size_t)s->nact_last);
+	for (int i = 0; i < c->nact && !s->broken; i++) {
+		struct dom_action a = c->act[i];
+		bool ok = a.m >= 0 && a.m < MAXM && s->m[a.m].live && a.v >= 0 &&
+			  a.v < s->m[a.m].nvcpus && a.slot >= 0 && a.slot < c->nslots;
+		fail_if(s, !ok, "an action names a dead member or a bad vCPU/slot");
+		if (!ok)
+			break;
+		struct fvcpu *x = &s->m[a.m].v[a.v];
+		switch (a.kind) {
+		case DOM_ACT_GRANT:
+			n_grant++;
+			/* At most P: a slot someone still holds is never granted. */
+			fail_if(s, s->slot_owner[a.slot][0] >= 0, "grant of a held slot");
+			fail_if(s, x->running, "grant to a vCPU that already holds one");
+			x->running = true;
+			x->slot = a.slot;
+			x->since = s->now;
+			x->release_at = 0;
+			s->slot_owner[a.slot][0] = a.m;
+			s->slot_owner[a.slot][1] = a.v;
+			break;
+		case DOM_ACT_REVOKE:
+			n_revoke++;
+			fail_if(s, !x->running || x->slot != a.slot, "revoke of a slot it does not hold");
+			if (!s->m[a.m].deaf)
+				x->release_at = s->now + s->release_lat;
+			break;
+		case DOM_ACT_RECLAIM:
+			n_reclaim++;
+			fail_if(s, !x->running || x->slot != a.slot, "reclaim of a slot it does not hold");
+			stop_running(s, a.m, a.v);
+			break;
+		case DOM_ACT_MOVE:
+			/* The member moved it first (sim_handoff); the books follow. */
+			fail_if(s, s->slot_owner[a.slot][0] != a.m || s->slot_owner[a.slot][1] != a.v ||
+				!x->running, "move that does not match the member's own");
+			break;
+		}
+	}
+	dom_core_clear_actions(c);
+	const char *e = dom_core_check(c);
+	fail_if(s, e != NULL, e ? e : "");
+}
+
+static int sim_join(struct sim *s, uint32_t w, int nvcpus, bool busy)
+{
+	int m = dom_core_join(s->c, w, nvcpus, s->now);
+	CHECK(m >= 0 && m < MAXM);
+	if (m < 0 || m >= MAXM)
+		return -1;
+	drain(s);
+	s->m[m] = (struct fmember){ .live = true, .busy = busy, .nvcpus = nvcpus };
+	for (int v = 0; v < nvcpus; v++) {
+		CHECK_EQ(dom_core_runnable(s->c, m, v, s->now), 0);
+		drain(s);
+	}
+	return m;
+}
+
+/* A SIGKILL as the agent sees it: the process is gone, whatever it held. */
+static void sim_kill(struct sim *s, int m)
+{
+	for (int v = 0; v < s->m[m].nvcpus; v++)
+		if (s->m[m].v[v].running)
+			stop_running(s, m, v);
+	s->m[m].live = false;
+	n_kill++;
+	CHECK_EQ(dom_core_leave(s->c, m, s->now), 0);
+	drain(s);
+}
+
+static void sim_release(struct sim *s, int m, int v, enum dom_release why)
+{
+	stop_running(s, m, v);
+	CHECK_EQ(dom_core_release(s->c, m, v, why, s->now), 0);
+	drain(s);
+}
+
+/* The member moves from's slot to to itself, then tells the core. */
+static int sim_handoff(struct sim *s, int m, int from, int to, enum dom_release why, bool ok)
+{
+	if (ok) {
+		struct fvcpu *f = &s->m[m].v[from], *t = &s->m[m].v[to];
+		int slot = f->slot;
+		stop_running(s, m, from);
+		t->running = true;
+		t->slot = slot;
+		t->since = s->now;
+		t->release_at = 0;
+		s->slot_owner[slot][0] = m;
+		s->slot_owner[slot][1] = to;
+	}
+	int r = dom_core_handoff(s->c, m, from, to, why, s->now);
+	drain(s);
+	return r;
+}
+
+/* Slot time of m so far, the running part included. */
+static uint64_t held(const struct sim *s, int m)
+{
+	uint64_t t = 0;
+	for (int v = 0; v < s->m[m].nvcpus; v++)
+		t += s->m[m].v[v].held +
+		     (s->m[m].v[v].running ? s->now - s->m[m].v[v].since : 0);
+	return t;
+}
+
+/* Busy members only: run the clock to t_end, answering revokes. */
+static void run_until(struct sim *s, uint64_t t_end)
+{
+	while (!s->broken) {
+		uint64_t next = dom_core_next_deadline(s->c);
+		for (int m = 0; m < MAXM; m++)
+			for (int v = 0; s->m[m].live && v < s->m[m].nvcpus; v++)
+				if (s->m[m].v[v].release_at && s->m[m].v[v].release_at < next)
+					next = s->m[m].v[v].release_at;
+		if (next > t_end) {
+			s->now = t_end;
+			return;
+		}
+		if (next > s->now)
+			s->now = next;
+		for (int m = 0; m < MAXM; m++)
+			for (int v = 0; s->m[m].live && v < s->m[m].nvcpus; v++)
+				if (s->m[m].v[v].release_at && s->m[m].v[v].release_at <= s->now)
+					sim_release(s, m, v, s->m[m].busy ? DOM_REL_YIELD : DOM_REL_BLOCK);
+		if (dom_core_next_deadline(s->c) <= s->now) {
+			dom_core_tick(s->c, s->now);
+			drain(s);
+			/* No busy loop: a tick leaves nothing due. */
+			fail_if(s, dom_core_next_deadline(s->c) <= s->now, "a tick left work due now");
+		}
+	}
+}
+
+/* ---- shares ---- */
+
+static double wsum(const uint32_t *w, int n)
+{
+	double t = 0;
+	for (int i = 0; i < n; i++)
+		t += w[i];
+	return t;
+}
+
+/* Is every member's measured share within tol of w_i / sum(w)? */
+static bool shares_within(const uint64_t *got, const uint32_t *w, int n, double tol)
+{
+	double tot = 0, wsum = 0;
+	for (int i = 0; i < n; i++) {
+		tot += (double)got[i];
+		wsum += w[i];
+	}
+	for (int i = 0; i < n; i++) {
+		double want = w[i] / wsum, share = got[i] / tot;
+		if (fabs(share / want - 1) > tol) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* n busy members of the given weights, 4 vCPUs each, on nslots for 10 s. */
+static void check_weights(const uint32_t *w, const uint32_t *wrong, int n, int nslots)
+{
+	struct sim s;
+	sim_init(&s, nslots, 10 * MS, 5 * MS);
+	int id[MAXM];
+	uint64_t got[MAXM];
+	for (int i = 0; i < n; i++)
+		id[i] = sim_join(&s, w[i], 4, true);
+	run_until(&s, 10 * SEC);
+	uint64_t tot = 0;
+	for (int i = 0; i < n; i++) {
+		got[i] = held(&s, id[i]);
+		tot += got[i];
+	}
+	for (int i = 0; i < n; i++)
+		printf("  %d slot(s), weight %u: %.2f%% of slot time (want %.2f%%)\n", nslots, w[i],
+		       100.0 * (double)got[i] / (double)tot, 100.0 * w[i] / wsum(w, n));
+	for (int i = 0; i < n; i++) {
+		struct dom_member_stats st;
+		CHECK_EQ(dom_core_member_stats(s.c, id[i], s.now, &st), 0);
+		CHECK_EQ(st.held_ns, got[i]); /* what `status` will show */
+		CHECK_EQ(st.weight, w[i]);
+	}
+	/* Work conserving: the slots were busy the whole time. */
+	CHECK(tot == nslots * 10 * SEC);
+	CHECK(shares_within(got, w, n, 0.05));
+	/* The check can fail: the same run against wrong weights must. */
+	CHECK(!shares_within(got, wrong, n, 0.05));
+	dom_core_destroy(s.c);
+}
+
+static void test_weights_1_2(void)
+{
+	check_weights((uint32_t[]){ 100, 200 }, (uint32_t[]){ 100, 100 }, 2, 2);
+	check_weights((uint32_t[]){ 1, 2 }, (uint32_t[]){ 1, 3 }, 2, 3);
+}
+
+static void test_weights_1_1_2(void)
+{
+	check_weights((uint32_t[]){ 100, 100, 200 }, (uint32_t[]){ 100, 100, 100 }, 3, 2);
+	check_weights((uint32_t[]){ 50, 50, 100 }, (uint32_t[]){ 50, 100, 100 }, 3, 1);
+}
+
+/* ---- faults ---- */
+
+static int count_acts(const struct sim *s, enum dom_action_kind k, int m)
+{
+	int n = 0;
+	for (int i = 0; i < s->nact_last; i++)
+		n += s->last[i].kind == k && s->last[i].m == m;
+	return n;
+}
+
+static void test_killed_holder(void)
+{
+	struct sim s;
+	sim_init(&s, 2, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 2, true);
+	int b = sim_join(&s, 100, 3, true);
+	s.now = 3 * MS; /* mid-slice: A holds both slots, B waits */
+	CHECK(s.m[a].v[0].running && s.m[a].v[1].running);
+	CHECK_EQ(s.c->mem[b].nqueued, 3);
+	sim_kill(&s, a);
+	/* The kill itself regrants both slots: no waiting for a slice end. */
+	CHECK_EQ(count_acts(&s, DOM_ACT_GRANT, b), 2);
+	CHECK_EQ(s.nact_last, 2);
+	CHECK(s.m[b].v[0].running && s.m[b].v[1].running);
+	/* The dead id is refused from then on. */
+	CHECK_EQ(dom_core_runnable(s.c, a, 0, s.now), -EINVAL);
+	CHECK_EQ(dom_core_release(s.c, a, 0, DOM_REL_YIELD, s.now), -EINVAL);
+	CHECK_EQ(dom_core_leave(s.c, a, s.now), -EINVAL);
+	CHECK(dom_core_check(s.c) == NULL);
+	run_until(&s, 1 * SEC);
+	CHECK(held(&s, b) == 2 * (1 * SEC - 3 * MS));
+	dom_core_destroy(s.c);
+}
+
+static void test_deaf_member_reclaimed(void)
+{
+	struct sim s;
+	sim_init(&s, 1, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 1, true);
+	s.m[a].deaf = true; /* SIGSTOP'ed, or a rogue that ignores revokes */
+	s.now = 1 * MS;
+	int b = sim_join(&s, 100, 1, true);
+	CHECK_EQ(dom_core_next_deadline(s.c), 10 * MS);
+	s.now = 10 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(count_acts(&s, DOM_ACT_REVOKE, a), 1);
+	CHECK_EQ(dom_core_next_deadline(s.c), 15 * MS);
+	s.now = 15 * MS - 1;
+	dom_core_tick(s.c, s.now); /* early: nothing */
+	drain(&s);
+	CHECK_EQ(s.nact_last, 0);
+	s.now = 15 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	/* Reclaimed at the hard deadline and regranted in the same event. */
+	CHECK_EQ(count_acts(&s, DOM_ACT_RECLAIM, a), 1);
+	CHECK_EQ(count_acts(&s, DOM_ACT_GRANT, b), 1);
+	CHECK(s.m[b].v[0].running && !s.m[a].v[0].running);
+	CHECK_EQ(s.c->mem[a].v[0].state, DOM_V_OVERRUN);
+	CHECK_EQ(s.c->mem[a].reclaims, 1);
+	/* Charged up to the reclaim, not past it. */
+	CHECK_EQ(s.c->mem[a].held_ns, 15 * MS);
+	/* It comes back: its late release is accepted once, then queued. */
+	s.now = 40 * MS;
+	CHECK_EQ(dom_core_release(s.c, a, 0, DOM_REL_YIELD, s.now), 0);
+	drain(&s);
+	CHECK_EQ(s.c->mem[a].v[0].state, DOM_V_QUEUED);
+	CHECK_EQ(dom_core_release(s.c, a, 0, DOM_REL_YIELD, s.now), -EINVAL);
+	s.m[a].deaf = false;
+	run_until(&s, 2 * SEC);
+	CHECK(!s.broken);
+	dom_core_destroy(s.c);
+}
+
+static void test_join_mid_run(void)
+{
+	struct sim s;
+	sim_init(&s, 2, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 4, true);
+	run_until(&s, 5 * SEC);
+	CHECK_EQ(held(&s, a), 10 * SEC);
+	int b = sim_join(&s, 100, 4, true);
+	/* No credit for the 5 s before it joined: it starts at A's vtime, not
+	 * at 0 (which would let it own both slots for the next 5 s). */
+	CHECK(s.c->mem[b].vtime + 20 * MS >= s.c->mem[a].vtime);
+	uint64_t a0 = held(&s, a), b0 = held(&s, b);
+	run_until(&s, 5 * SEC + 200 * MS);
+	uint64_t da = held(&s, a) - a0, db = held(&s, b) - b0;
+	/* Neither starves in the first 200 ms: each gets at least a third. */
+	CHECK(da * 3 >= da + db && db * 3 >= da + db);
+	run_until(&s, 10 * SEC);
+	uint64_t got[2] = { held(&s, a) - a0, held(&s, b) - b0 };
+	CHECK(shares_within(got, (uint32_t[]){ 1, 1 }, 2, 0.05));
+	/* ... and a model with banked credit (B owed 5 s) would not pass. */
+	CHECK(!shares_within(got, (uint32_t[]){ 1, 3 }, 2, 0.05));
+	dom_core_destroy(s.c);
+}
+
+/* A member that asked for nothing banks no credit: back after 2 s idle,
+ * it gets its share from then on, not the 2 s it missed. */
+static void test_idle_no_credit(void)
+{
+	struct sim s;
+	sim_init(&s, 1, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 2, true);
+	int b = sim_join(&s, 100, 2, false); /* blocks at its first revoke */
+	run_until(&s, 100 * MS);
+	for (int v = 0; v < 2; v++)
+		CHECK_EQ(s.c->mem[b].v[v].state, DOM_V_BLOCKED);
+	run_until(&s, 2 * SEC);
+	s.m[b].busy = true;
+	uint64_t a0 = held(&s, a), b0 = held(&s, b);
+	for (int v = 0; v < 2; v++) {
+		CHECK_EQ(dom_core_runnable(s.c, b, v, s.now), 0);
+		drain(&s);
+	}
+	run_until(&s, 2 * SEC + 100 * MS);
+	uint64_t got[2] = { held(&s, a) - a0, held(&s, b) - b0 };
+	/* Over 100 ms a 1:1 split; banked credit would give B all of it. */
+	CHECK(shares_within(got, (uint32_t[]){ 1, 1 }, 2, 0.2));
+	dom_core_destroy(s.c);
+}
+
+/* A holder behind its weighted share keeps its slot at its slice end while
+ * the only one queued is further ahead: no needless revoke. */
+static void test_no_needless_revoke(void)
+{
+	struct sim s;
+	sim_init(&s, 1, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 1, true);
+	int b = sim_join(&s, 1000, 1, true);
+	run_until(&s, 10 * MS + s.release_lat); /* A's slice, then B */
+	CHECK(s.m[b].v[0].running);
+	long r0 = n_revoke;
+	uint64_t t = s.now;
+	while (s.m[b].v[0].running && t < 200 * MS)
+		run_until(&s, t += 100 * US);
+	/* B (weight 10x) runs 10 slices in a row before A is due again:
+	 * 10 ms of A's vtime is 100 ms of B's slot time; one revoke ends it. */
+	CHECK(t >= 100 * MS && t <= 125 * MS);
+	CHECK_EQ(n_revoke - r0, 1);
+	CHECK(s.m[a].v[0].running);
+	dom_core_destroy(s.c);
+}
+
+/* Both slots end their slices at once with one vCPU queued: one revoke,
+ * and it hits the holder furthest ahead of its weighted share. */
+static void test_revoke_choice(void)
+{
+	struct sim s;
+	sim_init(&s, 2, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 200, 1, true); /* slot 0, vtime grows at half rate */
+	int b = sim_join(&s, 100, 1, true); /* slot 1 */
+	int c = sim_join(&s, 100, 1, true); /* queued */
+	CHECK(s.m[a].v[0].running && s.m[a].v[0].slot == 0 && s.m[b].v[0].running);
+	long r0 = n_revoke;
+	s.now = 10 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(n_revoke - r0, 1);
+	CHECK_EQ(count_acts(&s, DOM_ACT_REVOKE, b), 1);
+	/* With no release latency slices stay aligned: still one revoke per
+	 * round for the one vCPU that waits, never both slots. */
+	s.release_lat = 0;
+	r0 = n_revoke;
+	run_until(&s, 1 * SEC);
+	CHECK(n_revoke - r0 <= 101);
+	CHECK(held(&s, c) > 0);
+	dom_core_destroy(s.c);
+}
+
+/* Hand-offs inside a member (its own yield policy): the slot moves at
+ * once, keeps its slice end and any pending revoke and hard deadline. */
+static void test_handoff(void)
+{
+	struct sim s;
+	sim_init(&s, 1, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 3, true); /* v0 holds, v1 v2 queued */
+	int b = sim_join(&s, 100, 1, true);
+	s.now = 3 * MS;
+	CHECK_EQ(sim_handoff(&s, a, 0, 2, DOM_REL_BLOCK, true), 0);
+	CHECK_EQ(count_acts(&s, DOM_ACT_MOVE, a), 1);
+	CHECK_EQ(s.nact_last, 1);
+	CHECK_EQ(s.c->mem[a].v[2].state, DOM_V_HOLDING);
+	CHECK_EQ(s.c->mem[a].v[0].state, DOM_V_BLOCKED);
+	CHECK_EQ(s.c->mem[a].qhead, 1); /* v1 keeps its place */
+	s.now = 6 * MS; /* a PV kick: the woken sleeper takes the slot */
+	CHECK_EQ(sim_handoff(&s, a, 2, 0, DOM_REL_YIELD, true), 0);
+	CHECK_EQ(s.c->mem[a].qtail, 2);
+	/* Refused, nothing changed: not the holder, itself, a holder, done. */
+	CHECK_EQ(dom_core_handoff(s.c, a, 1, 2, DOM_REL_YIELD, s.now), -EINVAL);
+	CHECK_EQ(dom_core_handoff(s.c, a, 0, 0, DOM_REL_YIELD, s.now), -EINVAL);
+	CHECK_EQ(dom_core_handoff(s.c, a, 0, 3, DOM_REL_YIELD, s.now), -EINVAL);
+	CHECK_EQ(dom_core_handoff(s.c, b, 0, 0, DOM_REL_YIELD, s.now), -EINVAL);
+	CHECK_EQ(s.c->nact, 0);
+	/* No hand-off chain extends the slice: B's turn comes at 10 ms. */
+	CHECK_EQ(dom_core_next_deadline(s.c), 10 * MS);
+	s.m[a].deaf = true;
+	s.now = 10 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(count_acts(&s, DOM_ACT_REVOKE, a), 1);
+	/* A hand-off of a slot being revoked passes the revoke on... */
+	s.now = 12 * MS;
+	CHECK_EQ(sim_handoff(&s, a, 0, 1, DOM_REL_YIELD, true), 0);
+	CHECK_EQ(count_acts(&s, DOM_ACT_MOVE, a), 1);
+	CHECK_EQ(count_acts(&s, DOM_ACT_REVOKE, a), 1);
+	CHECK_EQ(s.last[1].v, 1);
+	/* ... and the hard deadline stays where it was. */
+	CHECK_EQ(dom_core_next_deadline(s.c), 15 * MS);
+	s.now = 15 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(count_acts(&s, DOM_ACT_RECLAIM, a), 1);
+	CHECK_EQ(count_acts(&s, DOM_ACT_GRANT, b), 1);
+	CHECK_EQ(s.c->mem[a].v[1].state, DOM_V_OVERRUN);
+	dom_core_destroy(s.c);
+}
+
+static void test_bad_params_and_events(void)
+{
+	const char *why = NULL;
+	struct dom_params p = { .nslots = 0, .max_members = 4 };
+	CHECK(dom_core_create(&p, &why) == NULL && why);
+	p = (struct dom_params){ .nslots = 2, .max_members = 0 };
+	CHECK(dom_core_create(&p, &why) == NULL);
+	struct sim s;
+	sim_init(&s, 2, 10 * MS, 5 * MS);
+	CHECK_EQ(dom_core_join(s.c, 0, 2, 0), -EINVAL);
+	CHECK_EQ(dom_core_join(s.c, 10001, 2, 0), -EINVAL);
+	CHECK_EQ(dom_core_join(s.c, 100, 0, 0), -EINVAL);
+	CHECK_EQ(dom_core_join(s.c, 100, DOM_VCPUS_MAX + 1, 0), -EINVAL);
+	int a = sim_join(&s, 100, 2, true);
+	CHECK_EQ(dom_core_runnable(s.c, a, 2, 0), -EINVAL);
+	CHECK_EQ(dom_core_runnable(s.c, a, -1, 0), -EINVAL);
+	CHECK_EQ(dom_core_runnable(s.c, a, 0, 0), -EINVAL); /* holds already */
+	CHECK_EQ(dom_core_runnable(s.c, MAXM, 0, 0), -EINVAL);
+	CHECK_EQ(dom_core_release(s.c, a, 0, (enum dom_release)7, 0), -EINVAL);
+	CHECK_EQ(dom_core_set_weight(s.c, a, 0, 0), -EINVAL);
+	CHECK_EQ(dom_core_set_weight(s.c, a, 300, 0), 0);
+	CHECK_EQ(s.c->nact, 0);
+	for (int i = 1; i < MAXM; i++)
+		CHECK(dom_core_join(s.c, 100, 1, 0) >= 0);
+	CHECK_EQ(dom_core_join(s.c, 100, 1, 0), -ENOSPC);
+	CHECK(dom_core_check(s.c) == NULL);
+	dom_core_destroy(s.c);
+}
+
+/* ---- random runs ---- */
+
+static uint64_t rng;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void random_run(uint64_t seed, int nslots, int nevents)
+{
+	struct sim s;
+	sim_init(&s, nslots, 1 * MS + rnd() % (5 * MS), 100 * US + rnd() % (2 * MS));
+	rng = seed;
+	for (int e = 0; e < nevents && !s.broken; e++) {
+		int m = (int)(rnd() % MAXM), v = (int)(rnd() % MAXV);
+		bool live = s.m[m].live;
+		enum dom_vstate st = live && v < s.m[m].nvcpus ? s.c->mem[m].v[v].state : DOM_V_DONE;
+		int r;
+		s.now += rnd() % (3 * MS);
+		switch (rnd() % 11) {
+		case 0: /* join */
+			if (!live)
+				sim_join(&s, 1 + (uint32_t)(rnd() % 400), 1 + (int)(rnd() % MAXV), rnd() & 1);
+			break;
+		case 1: /* leave or death: the same to the core */
+			if (live && rnd() % 3 == 0)
+				sim_kill(&s, m);
+			break;
+		case 2: /* a member turns deaf or answers again */
+			if (live)
+				s.m[m].deaf = rnd() % 4 == 0;
+			break;
+		case 3:
+		case 4: /* runnable: valid only from BLOCKED */
+			r = dom_core_runnable(s.c, m, v, s.now);
+			fail_if(&s, (r == 0) != (live && v < s.m[m].nvcpus && st == DOM_V_BLOCKED),
+				"runnable accepted or refused wrongly");
+			drain(&s);
+			break;
+		case 5:
+		case 6: { /* release: valid only when holding or overrun */
+			bool ok = live && v < s.m[m].nvcpus && (st == DOM_V_HOLDING || st == DOM_V_OVERRUN);
+			if (ok && st == DOM_V_HOLDING)
+				stop_running(&s, m, v);
+			r = dom_core_release(s.c, m, v, (enum dom_release)(rnd() % 3), s.now);
+			fail_if(&s, (r == 0) != ok, "release accepted or refused wrongly");
+			drain(&s);
+			break;
+		}
+		case 8: { /* a hand-off inside the member, mostly from a holder */
+			for (int i = 0; live && i < s.m[m].nvcpus && rnd() % 8; i++)
+				if (s.m[m].v[(v + i) % s.m[m].nvcpus].running) {
+					v = (v + i) % s.m[m].nvcpus;
+					st = s.c->mem[m].v[v].state;
+					break;
+				}
+			int to = (int)(rnd() % MAXV);
+			for (int i = 0; live && i < s.m[m].nvcpus && rnd() % 8; i++) {
+				int u = (to + i) % s.m[m].nvcpus;
+				enum dom_vstate us = s.c->mem[m].v[u].state;
+				if (u != v && (us == DOM_V_QUEUED || us == DOM_V_BLOCKED)) {
+					to = u;
+					break;
+				}
+			}
+			enum dom_vstate ts = live && to < s.m[m].nvcpus ? s.c->mem[m].v[to].state : DOM_V_DONE;
+			bool ok = live && v < s.m[m].nvcpus && st == DOM_V_HOLDING && v != to &&
+				  (ts == DOM_V_QUEUED || ts == DOM_V_BLOCKED);
+			r = sim_handoff(&s, m, v, to, (enum dom_release)(rnd() % 3), ok);
+			fail_if(&s, (r == 0) != ok, "handoff accepted or refused wrongly");
+			if (ok)
+				n_handoff++;
+			break;
+		}
+		case 7:
+			if (live)
+				dom_core_set_weight(s.c, m, 1 + (uint32_t)(rnd() % 400), s.now);
+			drain(&s);
+			break;
+		default: /* time passes: answer revokes, tick at deadlines */
+			run_until(&s, s.now + rnd() % (20 * MS));
+			break;
+		}
+		/* The fake's own books: never more than P vCPUs hold a slot. */
+		int nrun = 0;
+		for (int i = 0; i < MAXM; i++)
+			for (int j = 0; s.m[i].live && j < s.m[i].nvcpus; j++)
+				nrun += s.m[i].v[j].running;
+		fail_if(&s, nrun > nslots, "more vCPUs hold slots than there are slots");
+		fail_if(&s, s.c->nqueued > 0 && nrun < nslots,
+			"a slot is idle while vCPUs are queued");
+		/* The core's accounting is what the fakes measured, to the ns. */
+		for (int i = 0; i < MAXM && !s.broken; i++) {
+			struct dom_member_stats st;
+			int running = 0;
+			for (int j = 0; s.m[i].live && j < s.m[i].nvcpus; j++)
+				running += s.m[i].v[j].running;
+			r = dom_core_member_stats(s.c, i, s.now, &st);
+			fail_if(&s, (r == 0) != s.m[i].live, "stats of a gone member, or none of a live one");
+			fail_if(&s, r == 0 && (st.held_ns != held(&s, i) || st.nheld != running),
+				"the core's held time or slots differ from the member's");
+		}
+	}
+	dom_core_destroy(s.c);
+}
+
+static void test_random_runs(void)
+{
+	int runs = 0;
+	n_grant = n_revoke = n_reclaim = n_kill = n_handoff = 0;
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		rng = seed * 0x9e3779b97f4a7c15ull;
+		random_run(seed * 0x9e3779b97f4a7c15ull, 1 + (int)(seed % 4), 5000);
+		runs++;
+	}
+	printf("  %d random runs of 5000 events, invariants after each: %ld grants, "
+	       "%ld revokes, %ld reclaims, %ld leaves, %ld hand-offs\n", runs, n_grant, n_revoke,
+	       n_reclaim, n_kill, n_handoff);
+	/* Each kind of event really happened, many times. */
+	CHECK(n_grant > 10000 && n_revoke > 1000 && n_reclaim > 100 && n_kill > 100 &&
+	      n_handoff > 1000);
+}
+
+int main(void)
+{
+	RUN(test_bad_params_and_events);
+	RUN(test_killed_holder);
+	RUN(test_handoff);
+	RUN(test_deaf_member_reclaimed);
+	RUN(test_weights_1_2);
+	RUN(test_weights_1_1_2);
+	RUN(test_join_mid_run);
+	RUN(test_idle_no_credit);
+	RUN(test_no_needless_revoke);
+	RUN(test_revoke_choice);
+	RUN(test_random_runs);
+	return check_summary();
+}
