@@ -173,15 +173,22 @@ static size_t iov_bytes(const struct iovec *iov, unsigned n)
 	return t;
 }
 
-static int prep(struct blk_backend *b, struct blk_io *io)
+/* A free SQE, submitting what is queued once to make room; NULL when the ring stays full. */
+static struct io_uring_sqe *free_sqe(struct blk_backend *b)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
 	if (!sqe) {
 		blk_backend_submit(b);
 		sqe = io_uring_get_sqe(&b->ring);
-		if (!sqe)
-			return -EBUSY;
 	}
+	return sqe;
+}
+
+static int prep(struct blk_backend *b, struct blk_io *io)
+{
+	struct io_uring_sqe *sqe = free_sqe(b);
+	if (!sqe)
+		return -EBUSY;
 	switch (io->op) {
 	case BLK_OP_READ: io_uring_prep_readv(sqe, IMAGE_SLOT, io->iov, io->niov, io->offset); break;
 	case BLK_OP_WRITE:
@@ -340,11 +347,7 @@ int blk_backend_cancel_all(struct blk_backend *b)
 	 * (a pipe, a stalled network disk) ends with -ECANCELED; one a worker
 	 * has already started cannot be stopped and is waited for.
 	 */
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
-	if (!sqe) {
-		io_uring_submit(&b->ring);
-		sqe = io_uring_get_sqe(&b->ring);
-	}
+	struct io_uring_sqe *sqe = free_sqe(b);
 	if (sqe) {
 		prep_cancel(sqe);
 		b->cancels++;

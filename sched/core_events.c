@@ -379,10 +379,9 @@ void sched_core_resumed(struct sched_core *c, int v, uint64_t now)
 		return;
 	x->resume_due = false;
 	/* A slice that ended before the guest ran again was not its slice. */
-	if (x->preempt_pending) {
+	bool dropped = x->preempt_pending;
+	if (dropped)
 		sc_set_pending(c, v, false);
+	if (dropped || x->fresh_slice)
 		c->slot[x->slot].slice_start = now;
-	} else if (x->fresh_slice) {
-		c->slot[x->slot].slice_start = now;
-	}
 }

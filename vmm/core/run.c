@@ -507,13 +507,14 @@ static void finish_run(struct loop_ctx *c)
  * its report. Blocked here and released by signals_release on every path
  * out of run_execute. -errno when the signalfd cannot be made.
  */
-static int signals_take(struct loop_ctx *c, sigset_t *sigs, sigset_t *old)
+static int signals_take(struct loop_ctx *c, sigset_t *old)
 {
-	sigemptyset(sigs);
-	sigaddset(sigs, SIGINT);
-	sigaddset(sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, sigs, old);
-	c->sig_fd = signalfd(-1, sigs, SFD_CLOEXEC);
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, old);
+	c->sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	return c->sig_fd < 0 ? -errno : 0;
 }
 
@@ -552,10 +553,10 @@ static int run_guests(struct run *r, struct loop_ctx *c)
 int run_execute(struct run *r)
 {
 	struct loop_ctx c = { .r = r, .sig_fd = -1 };
-	sigset_t sigs, old;
+	sigset_t old;
 	char note[80];
 	int status = VMM_EXIT_HOST_ERROR;
-	int rc = signals_take(&c, &sigs, &old);
+	int rc = signals_take(&c, &old);
 	if (rc < 0) {
 		fprintf(stderr, "vmm: signalfd: %s%s\n", strerror(-rc), fd_limit_note(rc, note, sizeof(note)));
 		goto out;
