@@ -12,7 +12,7 @@
 
 #include "vmm/bench/bench.h"
 #include "vmm/config.h"
-#include "vmm/report/json_writer.h"
+#include "lib/json_writer.h"
 
 #define MAX_COLS 32
 

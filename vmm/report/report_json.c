@@ -1,7 +1,7 @@
 /* The report as one JSON object (--json FILE); README.md documents every field. */
 #include <errno.h>
 
-#include "vmm/report/json_writer.h"
+#include "lib/json_writer.h"
 #include "vmm/report/report.h"
 #include "vmm/core/vm_linux.h"
 

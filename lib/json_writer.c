@@ -1,4 +1,4 @@
-#include "vmm/report/json_writer.h"
+#include "lib/json_writer.h"
 
 #include <math.h>
 
