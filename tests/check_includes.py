@@ -36,6 +36,7 @@ PARTS = [
     ("vmm/spin/", "vmm/spin"),
     ("vmm/linux/", "vmm/linux"),
     ("vmm/boot/", "vmm/boot"),
+    ("vmm/domain/", "vmm/domain"),
     ("vmm/", "vmm"),  # config.h, errors.h: what every vmm/ subfolder shares
     ("vcpu/", "vcpu"),
     ("sched/", "sched"),
@@ -56,11 +57,13 @@ _BELOW_VMM = ["vcpu", "sched", "hypercalls", "abi", "devices", "lib"]
 # loop, files); vmm (config.h, errors.h).
 _VMM_BASE = ["vmm/host", "vmm"] + _BELOW_VMM
 ALLOWED = {
-    "vmm/main": ["vmm/bench", "vmm/cli", "vmm/report", "vmm/core"] + _VMM_BASE,
+    "vmm/main": ["vmm/bench", "vmm/cli", "vmm/report", "vmm/core", "vmm/domain"] + _VMM_BASE,
     "vmm/bench": ["vmm/cli", "vmm/report", "vmm/core"] + _VMM_BASE,
     "vmm/cli": _VMM_BASE,
-    "vmm/report": ["vmm/core", "vmm/linux"] + _VMM_BASE,
-    "vmm/core": ["vmm/sandbox", "vmm/spin", "vmm/linux", "vmm/boot"] + _VMM_BASE,
+    "vmm/report": ["vmm/core", "vmm/linux", "vmm/domain"] + _VMM_BASE,
+    "vmm/core": ["vmm/sandbox", "vmm/spin", "vmm/linux", "vmm/boot", "vmm/domain"] + _VMM_BASE,
+    # the scheduling domain: agent, member link, client (sched/DOMAIN.md)
+    "vmm/domain": _VMM_BASE,
     "vmm/sandbox": _VMM_BASE,
     "vmm/spin": _VMM_BASE,
     "vmm/linux": _VMM_BASE,

@@ -46,6 +46,11 @@ struct vm_config {
 	bool pv_spinlock;
 	bool pv_shootdown;
 	const char *trace_path;
+	/* --domain: one VM of a scheduling domain (vmm/domain/member_link.h) */
+	const char *domain;
+	uint32_t weight;
+	bool weight_set;
+	const char *vm_name;
 	bool no_seccomp; /* --no-seccomp: no per-thread seccomp filters (debugging) */
 	const char *ple_tracepoint; /* testing: count this tracepoint as PLE exits */
 	const char *kvm_device; /* the KVM device node */

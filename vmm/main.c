@@ -12,6 +12,7 @@
 #include "vmm/core/prepare.h"
 #include "vmm/report/report.h"
 #include "vmm/core/run.h"
+#include "vmm/domain/domain_cmd.h"
 
 static void usage(FILE *out)
 {
@@ -19,6 +20,7 @@ static void usage(FILE *out)
 		"usage: vmm <command> [options]\n"
 		"  run        boot a guest (default: the bundled lock benchmark)\n"
 		"  bench      run a benchmark matrix (`vmm bench --help`)\n"
+		"  domain     share CPUs among vmm processes (`vmm domain --help`)\n"
 		"  version    print the version\n"
 		"  help       this text; `vmm run --help` for run's options\n");
 }
@@ -182,6 +184,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "bench"))
 		return bench_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "domain"))
+		return domain_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("vmm %s (hypercall ABI %u)\n", VMM_VERSION, VMM_ABI_VERSION);
 		return VMM_EXIT_OK;

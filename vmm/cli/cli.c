@@ -28,6 +28,7 @@ void vm_config_defaults(struct vm_config *cfg)
 		if (cli_run_opts[i].def)
 			(void)cli_opt_apply(&cli_run_opts[i], cli_run_opts[i].def, cfg, err, sizeof(err));
 	cfg->timeout_ms = TIMEOUT_AUTO;
+	cfg->weight = 100; /* DOM_WEIGHT_DEFAULT; weight_set says whether it was given */
 }
 
 static void store(struct vm_config *cfg, const struct cli_opt *o, uint64_t v)
@@ -194,6 +195,17 @@ static int check_combination(struct vm_config *cfg, bool kernel_only_seen, char 
 		/* The environment reaches `vmm run`s that scripts and `vmm bench` start. */
 		const char *env = getenv(VMM_KVM_DEVICE_ENV);
 		cfg->kvm_device = env && *env ? env : VMM_KVM_DEVICE_DEFAULT;
+	}
+	/* a scheduling domain member is one VM on the domain's CPUs, under our scheduler */
+	if (cfg->domain) {
+		if (cfg->vms > 1)
+			return parse_fail(err, errlen, "--vms: a domain member is one VM (start one vmm per VM)");
+		if (cfg->sched_mode == SCHED_MODE_HOST)
+			return parse_fail(err, errlen, "--sched host: a domain member is scheduled by the domain");
+		if (cfg->pcpus)
+			return parse_fail(err, errlen, "--pcpus: the domain owns the CPUs (vmm domain start NAME --pcpus N)");
+	} else if (cfg->weight_set || cfg->vm_name) {
+		return parse_fail(err, errlen, "%s: only with --domain", cfg->vm_name ? "--name" : "--weight");
 	}
 	/* Linux guests (vmm/linux/vm_linux.c) */
 	if (cfg->kernel_path) {

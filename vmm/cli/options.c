@@ -2,8 +2,10 @@
  * options that are more than a number, a switch or a path. */
 #include "vmm/cli/options.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "sched/domain_core.h"
 #include "sched/policy.h"
 #include "vcpu/x86/cpuid_kvm.h"
 #include "vmm/cli/parse.h"
@@ -38,6 +40,18 @@ static int parse_policy(const char *arg, struct vm_config *cfg, char *err, size_
 		return parse_fail(err, errlen, "--yield: unknown policy '%s' (known: %s)", arg,
 				  vmm_name_list(sched_policy_names(), names, sizeof(names)));
 	cfg->policy = arg;
+	return 0;
+}
+
+static int parse_weight(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+	if (!*arg || *end || arg[0] == '-' || v < DOM_WEIGHT_MIN || v > DOM_WEIGHT_MAX)
+		return parse_fail(err, errlen, "--weight: '%s' is not a whole number from %d to %d", arg, DOM_WEIGHT_MIN,
+				  DOM_WEIGHT_MAX);
+	cfg->weight = (uint32_t)v;
+	cfg->weight_set = true;
 	return 0;
 }
 
@@ -182,6 +196,13 @@ const struct cli_opt cli_run_opts[] = {
 	  .help = "offer wait/kick to the guest" },
 	{ .name = "pv-shootdown", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(pv_shootdown), .def = "on",
 	  .help = "PV variant of the shootdown workload" },
+	{ .name = "domain", .metavar = "NAME", .kind = CLI_OPT_STRING, FIELD(domain),
+	  .help = "join scheduling domain NAME: share its CPUs with the other\n"
+		  "vmm processes in it (vmm domain start NAME --pcpus N)" },
+	{ .name = "weight", .metavar = "N", .kind = CLI_OPT_FN, .parse = parse_weight, .def_help = "100",
+	  .help = "with --domain: this VM's share of the domain (cpu.weight)" },
+	{ .name = "name", .metavar = "NAME", .kind = CLI_OPT_STRING, FIELD(vm_name),
+	  .help = "with --domain: this VM's name in `vmm domain status`" },
 	{ .name = "trace", .metavar = "FILE", .kind = CLI_OPT_STRING, FIELD(trace_path),
 	  .help = "scheduling timeline as Chrome trace-event JSON (Perfetto)" },
 	{ .name = "ple-tracepoint", .metavar = "TP", .kind = CLI_OPT_FN, .parse = parse_tracepoint,

@@ -36,12 +36,34 @@ static void on_deadlock(void *ctx)
 	run_request_stop(&r->ctl, VM_STOP_DEADLOCK, -1, -1, 0);
 }
 
+/* --domain: join before the scheduler exists, which gets one slot per seat. */
+static int join_domain(struct run *r, struct vm_error *err)
+{
+	const struct vm_config *cfg = r->cfg;
+	struct dlink_params p = { .domain = cfg->domain, .nvcpus = (int)cfg->ncpus, .weight = cfg->weight,
+				  .policy = cfg->policy, .vm_name = cfg->vm_name ? cfg->vm_name : "" };
+	char why[300];
+	int rc = dlink_join(&r->domain, &p, &r->dom, why, sizeof(why));
+	if (rc)
+		return vm_error_set(err, rc == -ENOENT || rc == -EACCES || rc == -EINVAL || rc == -ENAMETOOLONG
+					 ? VMM_EXIT_USAGE : VMM_EXIT_HOST_ERROR,
+				    rc, "%s", why);
+	r->nslots = (unsigned)r->dom.nseats;
+	r->cpus = r->dom.cpus;
+	return 0;
+}
+
 static int create_sched(struct run *r, struct vm_error *err)
 {
 	const struct vm_config *cfg = r->cfg;
 	bool host = cfg->sched_mode == SCHED_MODE_HOST;
 	r->nslots = r->in->nslots; /* --pcpus was checked by vm_inputs_prepare */
 	r->cpus = r->in->cpus;
+	if (cfg->domain) {
+		int rc = join_domain(r, err);
+		if (rc)
+			return rc;
+	}
 
 	int *vm_of = calloc(r->nvcpus, sizeof(*vm_of));
 	if (!vm_of)
@@ -62,7 +84,9 @@ static int create_sched(struct run *r, struct vm_error *err)
 	struct sched_params p = {
 		.nvcpus = (int)r->nvcpus,
 		.npcpus = host ? (int)r->nvcpus : (int)r->nslots,
-		.host_cpu = host ? NULL : r->in->slot_cpu,
+		.host_cpu = host || cfg->domain ? NULL : r->in->slot_cpu,
+		/* a member's slots are the seats the agent grants (member_link.h) */
+		.slots_offline = cfg->domain != NULL,
 		.slice_ns = (uint64_t)cfg->slice_us * 1000,
 		.ple_window_ns = (uint64_t)cfg->ple_window_us * 1000,
 		.policy = host ? "none" : cfg->policy,
@@ -180,8 +204,10 @@ void run_destroy(struct run *r)
 {
 	for (unsigned k = 0; k < r->vms_created; k++)
 		vm_destroy(&r->vms[k]);
+	dlink_stop(r->domain); /* before the scheduler it calls */
 	if (r->sched)
 		sched_destroy(r->sched);
+	dlink_destroy(r->domain);
 	trace_destroy(r->trace);
 	if (r->json_out)
 		fclose(r->json_out);
@@ -301,11 +327,29 @@ static int outcome(const struct run *r)
 	}
 }
 
+/* From the domain link's thread: the report lists each live change. */
+static void on_policy_change(void *ctx, const char *name)
+{
+	struct run *r = ctx;
+	unsigned n = atomic_load(&r->npolicy_changes);
+	if (n >= sizeof(r->policy_change) / sizeof(r->policy_change[0]))
+		return;
+	r->policy_change[n].at_ns = monotonic_ns();
+	snprintf(r->policy_change[n].policy, sizeof(r->policy_change[n].policy), "%s", name);
+	atomic_store(&r->npolicy_changes, n + 1);
+	fprintf(stderr, "vmm: domain %s: yield policy now %s\n", r->cfg->domain, name);
+}
+
 static int start_vcpus(struct run *r)
 {
 	/* --sched host: the threads inherit this mask, the host kernel does the rest. */
 	if (r->cfg->sched_mode == SCHED_MODE_HOST && sched_setaffinity(0, sizeof(r->cpus), &r->cpus) < 0)
 		return -errno;
+	if (r->domain) {
+		int rc = dlink_start(r->domain, r->sched, on_policy_change, r);
+		if (rc)
+			return rc;
+	}
 	sched_start(r->sched);
 	for (unsigned k = 0; k < r->nvms; k++)
 		for (unsigned i = 0; i < r->cfg->ncpus; i++) {
@@ -339,14 +383,15 @@ static void open_outputs(struct run *r)
 
 static int sandbox_prepare(struct run *r)
 {
-	int fds[] = { r->ctl.wake_fd, sched_wake_fd(r->sched) };
+	/* the domain's doorbell: rung by whichever thread runs the scheduler */
+	int fds[] = { r->ctl.wake_fd, sched_wake_fd(r->sched), r->domain ? r->dom.doorbell : -1 };
 	/* a Linux guest runs alone (cli.c): its one VM's devices */
 	const struct vm *vm = &r->vms[0];
 	struct seccomp_guest g = { .vm_fd = vm->fd, .blk_uring = vm_linux_blk_uring_fd(vm),
 				   .blk_event = -1, .console = true };
 	for (unsigned i = 0; i < vm->npollers; i++)
 		g.blk_event = vm->pollers[i].fd; /* virtio-blk's, the only poller (vm_linux.c) */
-	int rc = r->cfg->no_seccomp ? 0 : seccomp_prepare(fds, 2, vm->linux_guest ? &g : NULL);
+	int rc = r->cfg->no_seccomp ? 0 : seccomp_prepare(fds, 3, vm->linux_guest ? &g : NULL);
 	if (rc)
 		fprintf(stderr, "vmm: seccomp: %s\n", strerror(-rc));
 	return rc;
@@ -358,7 +403,7 @@ static int sandbox_loop(struct run *r, struct loop_ctx *c)
 	if (r->cfg->no_seccomp)
 		return 0;
 	int wfd[] = { r->ctl.wake_fd, sched_wake_fd(r->sched), r->json_out ? fileno(r->json_out) : -1,
-		      trace_output_fd(r->trace) };
+		      trace_output_fd(r->trace), r->domain ? r->dom.doorbell : -1 };
 	int *rfd = calloc(r->ple ? r->nvcpus : 1, sizeof(int));
 	unsigned nr = 0;
 	for (unsigned g = 0; rfd && r->ple && g < r->nvcpus; g++)
@@ -371,7 +416,7 @@ static int sandbox_loop(struct run *r, struct loop_ctx *c)
 		if (vm->vcpus[i].stats.fd >= 0)
 			sfd[ns++] = vm->vcpus[i].stats.fd;
 	}
-	struct seccomp_fds f = { .write = wfd, .nwrite = 4, .read = rfd, .nread = nr, .pread = sfd,
+	struct seccomp_fds f = { .write = wfd, .nwrite = 5, .read = rfd, .nread = nr, .pread = sfd,
 				 .npread = ns, .uring = c->loop.ring.ring_fd };
 	int rc = rfd && sfd ? seccomp_enter_loop(&f) : -ENOMEM;
 	free(rfd);

@@ -13,6 +13,7 @@
 #include "vmm/core/ple_source.h"
 #include "vmm/core/trace.h"
 #include "vmm/core/vm.h"
+#include "vmm/domain/member_link.h"
 
 struct run {
 	const struct vm_config *cfg;
@@ -34,6 +35,10 @@ struct run {
 	struct ple_source *ple;   /* [nvcpus] while the run lasts */
 	uint64_t ple_events;      /* exits the watches saw */
 	uint64_t start_ns, end_ns;
+	struct dlink *domain;       /* --domain: the link to the domain's agent */
+	struct dlink_info dom;      /* what the agent said at the join */
+	struct { uint64_t at_ns; char policy[32]; } policy_change[16]; /* --yield changed live */
+	_Atomic unsigned npolicy_changes;
 	FILE *json_out;   /* --json, opened before the seccomp filter (report_write_json) */
 	int json_out_err; /* its -errno */
 };

@@ -183,8 +183,10 @@ int trace_write(const struct trace *t, const char *path, int nvcpus, int nslots,
 	}
 	for (int v = 0; v < nvcpus; v++)
 		close_span(f, &first, &sp[v], v, names[v], t0, tend);
-	fprintf(f, "\n],\"otherData\":{\"events\":%llu,\"dropped\":%llu}}\n", (unsigned long long)t->n,
-		(unsigned long long)t->dropped);
+	/* t0 on CLOCK_MONOTONIC: traces of several processes (a domain's
+	 * members) line up on one time axis */
+	fprintf(f, "\n],\"otherData\":{\"events\":%llu,\"dropped\":%llu,\"t0_monotonic_ns\":%llu}}\n",
+		(unsigned long long)t->n, (unsigned long long)t->dropped, (unsigned long long)t0);
 	free(sp);
 	free(names);
 	/* a write that failed midway set errno (ENOSPC on a full disk): name that, not EIO */

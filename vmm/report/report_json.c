@@ -6,6 +6,8 @@
 #include "vmm/core/vm_linux.h"
 
 /* A Linux guest: what it was booted with, and what CPUID offered it and why. */
+static void json_domain(struct json *j, const struct run *r);
+
 static void json_linux(struct json *j, const struct run *r)
 {
 	const struct vm_config *cfg = r->cfg;
@@ -92,7 +94,40 @@ static void json_config(struct json *j, const struct run *r)
 	if (r->halt_note[0])
 		json_str(j, "halt_note", r->halt_note);
 	json_end_obj(j);
+	if (r->domain)
+		json_domain(j, r);
 	json_linux(j, r);
+	json_end_obj(j);
+}
+
+static void json_domain(struct json *j, const struct run *r)
+{
+	struct dlink_report d;
+	dlink_get_report(r->domain, &d);
+	json_obj(j, "domain");
+	json_str(j, "name", r->cfg->domain);
+	json_i64(j, "member", r->dom.member);
+	json_i64(j, "seats", r->dom.nseats);
+	json_i64(j, "slots", r->dom.nslots);
+	json_u64(j, "weight", r->cfg->weight);
+	json_u64(j, "grants", d.grants);
+	json_u64(j, "revokes", d.revokes);
+	json_u64(j, "reclaims", d.reclaims);
+	json_bool(j, "agent_lost", d.lost);
+	if (d.lost) {
+		json_f64(j, "agent_lost_at_s", d.lost_ns > r->start_ns ? (double)(d.lost_ns - r->start_ns) / 1e9 : 0.0);
+		json_str(j, "agent_lost_why", d.lost_why);
+	}
+	json_arr(j, "policy_changes");
+	unsigned n = atomic_load(&r->npolicy_changes);
+	for (unsigned i = 0; i < n; i++) {
+		json_obj(j, NULL);
+		json_str(j, "policy", r->policy_change[i].policy);
+		json_f64(j, "at_s", r->policy_change[i].at_ns > r->start_ns
+					    ? (double)(r->policy_change[i].at_ns - r->start_ns) / 1e9 : 0.0);
+		json_end_obj(j);
+	}
+	json_end_arr(j);
 	json_end_obj(j);
 }
 

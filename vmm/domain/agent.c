@@ -1,0 +1,511 @@
+/*
+ * The domain agent's process: the directory and socket, the io_uring loop,
+ * connections and their messages. What a member's messages and doorbells
+ * do to the books is agent_members.c; status and set are agent_status.c.
+ */
+#include "vmm/domain/agent_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vmm/domain/paths.h"
+
+#define AGENT_BEAT_NS (100 * 1000000ull) /* members watch `beat` (DOMAIN.md) */
+#define AGENT_RING 512
+
+uint64_t agent_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t agent_tag(enum agent_ev kind, uint32_t gen, int idx)
+{
+	return (uint64_t)kind << 56 | (uint64_t)(gen & 0xffffffffu) << 24 | (uint64_t)(idx & 0xffffff);
+}
+
+static struct io_uring_sqe *sqe_get(struct agent *a)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&a->ring);
+	if (!sqe && io_uring_submit(&a->ring) >= 0)
+		sqe = io_uring_get_sqe(&a->ring);
+	return sqe;
+}
+
+int agent_poll(struct agent *a, int fd, uint64_t tag)
+{
+	struct io_uring_sqe *sqe = sqe_get(a);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_poll_add(sqe, fd, POLLIN);
+	io_uring_sqe_set_data64(sqe, tag);
+	return 0;
+}
+
+int agent_read(struct agent *a, int fd, void *buf, unsigned len, uint64_t tag)
+{
+	struct io_uring_sqe *sqe = sqe_get(a);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_read(sqe, fd, buf, len, 0);
+	io_uring_sqe_set_data64(sqe, tag);
+	return 0;
+}
+
+void agent_cancel(struct agent *a, uint64_t tag)
+{
+	struct io_uring_sqe *sqe = sqe_get(a);
+	if (!sqe)
+		return; /* its completion comes with a stale gen and is dropped */
+	io_uring_prep_cancel64(sqe, tag, 0);
+	io_uring_sqe_set_data64(sqe, agent_tag(AEV_CANCEL, 0, 0));
+}
+
+int agent_send(int fd, const void *msg, size_t len, const int *fds, int nfds)
+{
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds > 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+	}
+	/* a peer that does not read its replies gets none: never block the agent */
+	ssize_t n = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+void agent_send_error(int fd, int code, const char *fmt, ...)
+{
+	char why[sizeof(((struct dom_msg_error *)0)->why)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	for (char *p = why; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+	struct dom_msg_error e;
+	int n = dom_proto_error(&e, code, why);
+	if (n > 0)
+		agent_send(fd, &e, (size_t)n, NULL, 0);
+}
+
+/* ---- connections ---- */
+
+void agent_conn_close(struct agent *a, int c)
+{
+	struct agent_conn *k = &a->conn[c];
+	if (k->fd < 0)
+		return;
+	agent_cancel(a, agent_tag(AEV_CONN, k->gen, c));
+	close(k->fd);
+	k->fd = -1;
+	k->gen++;
+	k->member = -1;
+}
+
+static void on_listen(struct agent *a)
+{
+	for (;;) {
+		int fd = accept4(a->lsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			break; /* EAGAIN, or a connection that died queued */
+		int c = 0;
+		while (c < a->max_conns && a->conn[c].fd >= 0)
+			c++;
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		if (c == a->max_conns || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+			agent_send_error(fd, -EMFILE, "the domain has no room for another connection");
+			close(fd);
+			a->refused++;
+			continue;
+		}
+		struct agent_conn *k = &a->conn[c];
+		k->fd = fd;
+		k->member = -1;
+		k->pid = cr.pid;
+		k->uid = cr.uid;
+		if (agent_poll(a, fd, agent_tag(AEV_CONN, k->gen, c)) < 0)
+			agent_conn_close(a, c);
+	}
+	if (agent_poll(a, a->lsock, agent_tag(AEV_LISTEN, 0, 0)) < 0)
+		a->stop = true;
+}
+
+/* Refused: the sender learns why, its connection ends, and if it was a
+ * member it leaves. Nothing else changes. */
+static void refuse(struct agent *a, int c, int code, const char *why)
+{
+	struct agent_conn *k = &a->conn[c];
+	fprintf(stderr, "vmm: domain %s: refused a message from pid %d (uid %u): %s\n", a->o->name, (int)k->pid,
+		(unsigned)k->uid, why);
+	a->refused++;
+	agent_send_error(k->fd, code, "%s", why);
+	int m = k->member;
+	agent_conn_close(a, c);
+	if (m >= 0)
+		agent_leave(a, m, "refused message");
+}
+
+static void on_conn(struct agent *a, int c)
+{
+	struct agent_conn *k = &a->conn[c];
+	_Alignas(8) unsigned char buf[DOM_MSG_MAX + 64];
+	/* MSG_TRUNC: the packet's real length, so an oversized one is seen as such */
+	ssize_t n = recv(k->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		if (agent_poll(a, k->fd, agent_tag(AEV_CONN, k->gen, c)) < 0)
+			agent_conn_close(a, c);
+		return;
+	}
+	if (n <= 0) { /* EOF or a reset: a member's end, or a client done */
+		int m = k->member;
+		agent_conn_close(a, c);
+		if (m >= 0)
+			agent_leave(a, m, "connection closed");
+		return;
+	}
+	if ((size_t)n > sizeof(buf)) {
+		refuse(a, c, -EMSGSIZE, "message too long");
+		return;
+	}
+	union dom_msg msg;
+	const char *why = NULL;
+	int type = dom_proto_decode(buf, (size_t)n, &msg, NULL, &why);
+	if (type < 0) {
+		refuse(a, c, type, why ? why : "malformed message");
+		return;
+	}
+	switch (type) {
+	case DOM_MSG_JOIN:
+		if (k->member >= 0) {
+			refuse(a, c, -EISCONN, "already joined");
+			return;
+		}
+		if (agent_join(a, c, &msg.join) < 0) {
+			agent_conn_close(a, c); /* agent_join said why */
+			return;
+		}
+		break;
+	case DOM_MSG_LEAVE:
+		if (k->member < 0) {
+			refuse(a, c, -ENOTCONN, "LEAVE without JOIN");
+			return;
+		} else {
+			int m = k->member;
+			agent_conn_close(a, c);
+			agent_leave(a, m, "left");
+			return;
+		}
+	case DOM_MSG_STATUS:
+	case DOM_MSG_SET:
+		if (k->member >= 0) {
+			refuse(a, c, -EPERM, "a member connection is for JOIN and LEAVE only");
+			return;
+		}
+		if (type == DOM_MSG_STATUS)
+			agent_status(a, c, msg.status.flags);
+		else
+			agent_set(a, c, &msg.set);
+		break;
+	default:
+		refuse(a, c, -EPROTO, "not a message an agent takes");
+		return;
+	}
+	if (a->conn[c].fd >= 0 && agent_poll(a, a->conn[c].fd, agent_tag(AEV_CONN, a->conn[c].gen, c)) < 0)
+		agent_conn_close(a, c);
+}
+
+/* ---- the tick: slice ends, hard deadlines, the beat ---- */
+
+static void arm_timer(struct agent *a)
+{
+	uint64_t now = agent_now();
+	uint64_t at = dom_core_next_deadline(a->core);
+	if (a->nmembers && at > now + AGENT_BEAT_NS)
+		at = now + AGENT_BEAT_NS;
+	if (at == UINT64_MAX || (a->timer_armed && at == a->timer_at))
+		return;
+	a->ts.tv_sec = (long long)(at / 1000000000ull);
+	a->ts.tv_nsec = (long long)(at % 1000000000ull);
+	struct io_uring_sqe *sqe = sqe_get(a);
+	if (!sqe)
+		return; /* the next loop pass tries again */
+	if (a->timer_armed) {
+		io_uring_prep_timeout_update(sqe, &a->ts, agent_tag(AEV_TIMER, 0, 0), IORING_TIMEOUT_ABS);
+		io_uring_sqe_set_data64(sqe, agent_tag(AEV_CANCEL, 0, 0));
+	} else {
+		io_uring_prep_timeout(sqe, &a->ts, 0, IORING_TIMEOUT_ABS);
+		io_uring_sqe_set_data64(sqe, agent_tag(AEV_TIMER, 0, 0));
+	}
+	a->timer_armed = true;
+	a->timer_at = at;
+}
+
+/* ---- setup and teardown ---- */
+
+static int fail(char *why, size_t len, int rc, const char *fmt, const char *arg)
+{
+	char msg[160];
+	snprintf(msg, sizeof(msg), fmt, arg);
+	snprintf(why, len, "%s: %s", msg, strerror(-rc));
+	return rc;
+}
+
+static int mkdirs(const char *path, mode_t mode)
+{
+	char p[108];
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* -EEXIST when the pid file names a live agent */
+static int claim(struct agent *a, char *why, size_t len)
+{
+	FILE *f = fopen(a->pid_path, "r");
+	long pid = 0;
+	if (f) {
+		if (fscanf(f, "%ld", &pid) != 1)
+			pid = 0;
+		fclose(f);
+	}
+	if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+		snprintf(why, len, "domain %s already has an agent (pid %ld)", a->o->name, pid);
+		return -EEXIST;
+	}
+	unlink(a->sock_path); /* a dead agent's */
+	return 0;
+}
+
+static int open_socket(struct agent *a, char *why, size_t len)
+{
+	int rc = mkdirs(a->dir, 0770);
+	if (rc)
+		return fail(why, len, rc, "cannot create %s", a->dir);
+	if (a->o->gid >= 0 && chown(a->dir, (uid_t)-1, (gid_t)a->o->gid) < 0)
+		return fail(why, len, -errno, "cannot give %s to the group", a->dir);
+	if (chmod(a->dir, 0770) < 0)
+		return fail(why, len, -errno, "chmod %s", a->dir);
+	rc = claim(a, why, len);
+	if (rc)
+		return rc;
+	a->lsock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (a->lsock < 0)
+		return fail(why, len, -errno, "socket %s", "AF_UNIX");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", a->sock_path);
+	mode_t old = umask(0117); /* 0660: the directory decides who gets in */
+	rc = bind(a->lsock, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+	umask(old);
+	if (rc)
+		return fail(why, len, rc, "bind %s", a->sock_path);
+	if (a->o->gid >= 0 && chown(a->sock_path, (uid_t)-1, (gid_t)a->o->gid) < 0)
+		return fail(why, len, -errno, "cannot give %s to the group", a->sock_path);
+	if (listen(a->lsock, 64) < 0)
+		return fail(why, len, -errno, "listen %s", a->sock_path);
+	FILE *f = fopen(a->pid_path, "w");
+	if (!f)
+		return fail(why, len, -errno, "cannot write %s", a->pid_path);
+	fprintf(f, "%d\n", (int)getpid());
+	fclose(f);
+	return 0;
+}
+
+static int agent_init(struct agent *a, const struct dom_agent_opts *o, char *why, size_t len)
+{
+	memset(a, 0, sizeof(*a));
+	a->o = o;
+	a->lsock = a->sigfd = -1;
+	a->max_members = o->max_members ? o->max_members : 256;
+	a->max_conns = a->max_members + 64;
+	if (dom_path(o->name, NULL, a->dir, sizeof(a->dir)) || dom_path(o->name, "ctl.sock", a->sock_path, sizeof(a->sock_path)) ||
+	    dom_path(o->name, "agent.pid", a->pid_path, sizeof(a->pid_path))) {
+		snprintf(why, len, "the domain's directory path is too long for a socket address");
+		return -ENAMETOOLONG;
+	}
+	struct dom_params p = { .nslots = o->nslots, .max_members = a->max_members, .slice_ns = o->slice_ns,
+				.grace_ns = o->grace_ns };
+	const char *cwhy = NULL;
+	a->core = dom_core_create(&p, &cwhy);
+	if (!a->core) {
+		snprintf(why, len, "%s", cwhy ? cwhy : "bad domain parameters");
+		return -EINVAL;
+	}
+	a->mem = calloc((size_t)a->max_members, sizeof(*a->mem));
+	a->conn = calloc((size_t)a->max_conns, sizeof(*a->conn));
+	a->dirty = calloc((size_t)a->max_members, sizeof(*a->dirty));
+	if (!a->mem || !a->conn || !a->dirty) {
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	for (int m = 0; m < a->max_members; m++)
+		a->mem[m] = (struct agent_member){ .conn = -1, .pidfd = -1, .bell = -1 };
+	for (int c = 0; c < a->max_conns; c++)
+		a->conn[c] = (struct agent_conn){ .fd = -1, .member = -1 };
+	a->start_ns = agent_now();
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	a->epoch = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	int rc = open_socket(a, why, len);
+	if (rc)
+		return rc;
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	a->sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	if (a->sigfd < 0)
+		return fail(why, len, -errno, "%s", "signalfd");
+	rc = io_uring_queue_init(AGENT_RING, &a->ring, 0);
+	if (rc < 0) {
+		a->ring.ring_fd = -1;
+		return fail(why, len, rc, "%s", "io_uring");
+	}
+	return 0;
+}
+
+static void agent_fini(struct agent *a)
+{
+	for (int m = 0; m < a->max_members; m++)
+		if (a->mem && a->mem[m].conn >= 0)
+			agent_leave(a, m, "the agent stops");
+	for (int c = 0; a->conn && c < a->max_conns; c++)
+		if (a->conn[c].fd >= 0)
+			close(a->conn[c].fd);
+	if (a->lsock >= 0) {
+		close(a->lsock);
+		unlink(a->sock_path);
+		unlink(a->pid_path);
+		rmdir(a->dir);
+	}
+	if (a->sigfd >= 0)
+		close(a->sigfd);
+	if (a->ring.ring_fd > 0)
+		io_uring_queue_exit(&a->ring);
+	dom_core_destroy(a->core);
+	free(a->mem);
+	free(a->conn);
+	free(a->dirty);
+}
+
+static void dispatch(struct agent *a, uint64_t tag, int res)
+{
+	enum agent_ev kind = (enum agent_ev)(tag >> 56);
+	uint32_t gen = (uint32_t)(tag >> 24);
+	int idx = (int)(tag & 0xffffff);
+	switch (kind) {
+	case AEV_LISTEN:
+		on_listen(a);
+		break;
+	case AEV_CONN:
+		if (idx < a->max_conns && a->conn[idx].fd >= 0 && a->conn[idx].gen == gen)
+			on_conn(a, idx);
+		break;
+	case AEV_BELL:
+		if (idx < a->max_members && a->mem[idx].conn >= 0 && a->mem[idx].gen == gen) {
+			if (res < 0 && res != -EAGAIN && res != -EINTR) {
+				agent_leave(a, idx, "doorbell failed");
+				break;
+			}
+			agent_doorbell(a, idx);
+			struct agent_member *am = &a->mem[idx];
+			if (agent_read(a, am->bell, &am->bell_buf, sizeof(am->bell_buf), agent_tag(AEV_BELL, am->gen, idx)) < 0)
+				agent_leave(a, idx, "cannot re-arm its doorbell");
+		}
+		break;
+	case AEV_PID:
+		if (idx < a->max_members && a->mem[idx].conn >= 0 && a->mem[idx].gen == gen)
+			agent_leave(a, idx, "process ended");
+		break;
+	case AEV_TIMER:
+		if (res == -ETIME) {
+			a->timer_armed = false;
+			agent_tick(a);
+		}
+		break;
+	case AEV_SIGNAL:
+		a->stop = true;
+		break;
+	case AEV_CANCEL:
+		break;
+	}
+}
+
+int dom_agent_run(const struct dom_agent_opts *o, char *why, size_t len)
+{
+	struct agent a;
+	int rc = agent_init(&a, o, why, len);
+	if (rc) {
+		agent_fini(&a);
+		return rc;
+	}
+	agent_poll(&a, a.lsock, agent_tag(AEV_LISTEN, 0, 0));
+	agent_read(&a, a.sigfd, a.sig_buf, sizeof(a.sig_buf), agent_tag(AEV_SIGNAL, 0, 0));
+	printf("vmm: domain %s: %d slot%s on CPU%s", o->name, o->nslots, o->nslots == 1 ? "" : "s",
+	       o->nslots == 1 ? "" : "s");
+	for (int s = 0; s < o->nslots; s++)
+		printf("%s%d", s ? "," : " ", o->slot_cpu[s]);
+	printf("; socket %s; confinement: self (not enforced)\n", a.sock_path);
+	fflush(stdout);
+	while (!a.stop) {
+		arm_timer(&a);
+		rc = io_uring_submit_and_wait(&a.ring, 1);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+			snprintf(why, len, "io_uring_enter: %s", strerror(-rc));
+			break;
+		}
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+		io_uring_for_each_cqe(&a.ring, head, cqe)
+		{
+			dispatch(&a, cqe->user_data, cqe->res);
+			n++;
+			if (a.stop)
+				break;
+		}
+		io_uring_cq_advance(&a.ring, n);
+		rc = 0;
+	}
+	fprintf(stderr, "vmm: domain %s: stopping (%llu joins, %llu leaves, %llu refused)\n", o->name,
+		(unsigned long long)a.joins, (unsigned long long)a.leaves, (unsigned long long)a.refused);
+	agent_fini(&a);
+	return rc;
+}

@@ -1,0 +1,228 @@
+/*
+ * What members do to the agent's books: join (segments, doorbell, pidfd),
+ * leave (death and a clean leave alike), doorbells (their req words
+ * reconciled with the books), and the core's actions written into grant
+ * words. Every req word is untrusted: loaded once, decoded, and acted on
+ * only when it fits the books (sched/DOMAIN.md).
+ */
+#include "vmm/domain/agent_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+/* The member's process as a pidfd. SO_PEERPIDFD (Linux 6.5) names the very
+ * process that connected; pidfd_open of SO_PEERCRED's pid is the fallback,
+ * and then the connection being still open says the pid was not reused. */
+static int peer_pidfd(int fd, pid_t pid)
+{
+	int pidfd = -1;
+	socklen_t l = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &l) == 0 && pidfd >= 0)
+		return pidfd;
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return pidfd < 0 ? -errno : pidfd;
+}
+
+static uint32_t next_gen(struct agent_member *am)
+{
+	am->next_gen = (am->next_gen + 1) & DOM_GEN_MASK;
+	if (!am->next_gen)
+		am->next_gen = 1; /* 0 is "never granted" in req words */
+	return am->next_gen;
+}
+
+static void member_free(struct agent *a, int m)
+{
+	struct agent_member *am = &a->mem[m];
+	if (am->bell >= 0) {
+		agent_cancel(a, agent_tag(AEV_BELL, am->gen, m));
+		close(am->bell);
+	}
+	if (am->pidfd >= 0) {
+		agent_cancel(a, agent_tag(AEV_PID, am->gen, m));
+		close(am->pidfd);
+	}
+	dom_shm_destroy(&am->shm);
+	free(am->seen);
+	free(am->cur_gen);
+	uint32_t gen = am->gen + 1;
+	*am = (struct agent_member){ .conn = -1, .pidfd = -1, .bell = -1, .gen = gen };
+}
+
+int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
+{
+	struct agent_conn *k = &a->conn[c];
+	uint64_t now = agent_now();
+	int nseats = (int)j->nseats < a->o->nslots ? (int)j->nseats : a->o->nslots;
+	int m = dom_core_join(a->core, j->weight, nseats, now);
+	if (m < 0) {
+		agent_send_error(k->fd, m, m == -ENOSPC ? "the domain is full (%d members)" : "cannot join (%d)",
+				 m == -ENOSPC ? a->max_members : m);
+		return m;
+	}
+	agent_apply(a);
+	struct agent_member *am = &a->mem[m];
+	uint32_t gen = am->gen;
+	*am = (struct agent_member){ .conn = c, .pid = k->pid, .pidfd = -1, .bell = -1, .gen = gen,
+				     .nseats = nseats, .nvcpus = (int)j->nvcpus };
+	memcpy(am->policy, j->policy, sizeof(am->policy));
+	memcpy(am->vm_name, j->vm_name, sizeof(am->vm_name));
+	am->seen = calloc((size_t)nseats, sizeof(*am->seen));
+	am->cur_gen = calloc((size_t)nseats, sizeof(*am->cur_gen));
+	int rc = am->seen && am->cur_gen ? 0 : -ENOMEM;
+	if (!rc)
+		rc = dom_shm_create(&am->shm, nseats, (int)j->nvcpus, a->epoch);
+	if (!rc) {
+		struct dom_grant_live *live = dom_shm_live(&am->shm);
+		snprintf(live->policy, sizeof(live->policy), "%s", j->policy);
+		am->bell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		rc = am->bell < 0 ? -errno : 0;
+	}
+	if (!rc) {
+		am->pidfd = peer_pidfd(k->fd, k->pid);
+		rc = am->pidfd < 0 ? am->pidfd : 0;
+	}
+	struct dom_msg_join_ok ok;
+	if (!rc) {
+		int n = dom_proto_join_ok(&ok, (uint32_t)m, (uint32_t)a->o->nslots, (uint32_t)nseats, a->epoch,
+					  a->core->slice_ns, a->core->grace_ns, a->o->slot_cpu);
+		int fds[3] = { am->shm.req_fd, am->shm.grant_fd, am->bell };
+		rc = n < 0 ? n : agent_send(k->fd, &ok, (size_t)n, fds, 3);
+	}
+	if (!rc)
+		rc = agent_read(a, am->bell, &am->bell_buf, sizeof(am->bell_buf), agent_tag(AEV_BELL, am->gen, m));
+	if (!rc)
+		rc = agent_poll(a, am->pidfd, agent_tag(AEV_PID, am->gen, m));
+	if (rc) {
+		fprintf(stderr, "vmm: domain %s: cannot take pid %d in: %s\n", a->o->name, (int)k->pid, strerror(-rc));
+		agent_send_error(k->fd, rc, "the agent could not set up the membership: %s", strerror(-rc));
+		dom_core_leave(a->core, m, agent_now());
+		agent_apply(a);
+		member_free(a, m);
+		return rc;
+	}
+	dom_shm_close_fds(&am->shm); /* the member has them now */
+	k->member = m;
+	a->joins++;
+	a->nmembers++;
+	fprintf(stderr, "vmm: domain %s: member %d joined: pid %d, uid %u, vm '%s', %u vCPUs on %d seats, weight %u, %s\n",
+		a->o->name, m, (int)k->pid, (unsigned)k->uid, am->vm_name, j->nvcpus, nseats, j->weight, am->policy);
+	return 0;
+}
+
+void agent_leave(struct agent *a, int m, const char *why)
+{
+	struct agent_member *am = &a->mem[m];
+	if (am->conn < 0)
+		return;
+	struct dom_member_stats st = { 0 };
+	uint64_t now = agent_now();
+	dom_core_member_stats(a->core, m, now, &st);
+	/* its slots are regranted in this same event */
+	dom_core_leave(a->core, m, now);
+	agent_apply(a);
+	int c = am->conn;
+	if (c >= 0 && a->conn[c].fd >= 0 && a->conn[c].member == m)
+		agent_conn_close(a, c);
+	fprintf(stderr, "vmm: domain %s: member %d (pid %d) left: %s; slot time %.3f s, %llu reclaims\n", a->o->name, m,
+		(int)am->pid, why, (double)st.held_ns / 1e9, (unsigned long long)st.reclaims);
+	member_free(a, m);
+	a->leaves++;
+	a->nmembers--;
+}
+
+void agent_doorbell(struct agent *a, int m)
+{
+	struct agent_member *am = &a->mem[m];
+	uint64_t now = agent_now();
+	for (int j = 0; j < am->nseats; j++) {
+		uint32_t w = __atomic_load_n(dom_shm_req(&am->shm, j), __ATOMIC_ACQUIRE);
+		if (w == am->seen[j])
+			continue;
+		am->seen[j] = w;
+		int want = dom_req_want(w);
+		uint32_t gen = dom_req_gen(w);
+		enum dom_vstate st = a->core->mem[m].v[j].state;
+		int rc = -EINVAL;
+		if (want >= 0 && (st == DOM_V_HOLDING || st == DOM_V_OVERRUN) && gen == am->cur_gen[j]) {
+			enum dom_release why = want == DOM_WANT_SLOT ? DOM_REL_YIELD
+					       : want == DOM_WANT_DONE ? DOM_REL_DONE : DOM_REL_BLOCK;
+			__atomic_store_n(dom_shm_grant(&am->shm, j), 0, __ATOMIC_RELEASE);
+			agent_mark_dirty(a, m);
+			rc = dom_core_release(a->core, m, j, why, now);
+		} else if (want == DOM_WANT_SLOT && st == DOM_V_BLOCKED) {
+			rc = dom_core_runnable(a->core, m, j, now);
+		} else if (want == DOM_WANT_NONE || (want == DOM_WANT_SLOT && st == DOM_V_QUEUED)) {
+			rc = 0; /* a state the books already have */
+		}
+		if (rc)
+			am->bad_words++;
+	}
+	agent_apply(a);
+}
+
+void agent_mark_dirty(struct agent *a, int m)
+{
+	if (!a->mem[m].dirty) {
+		a->mem[m].dirty = true;
+		a->dirty[a->ndirty++] = m;
+	}
+}
+
+void agent_apply(struct agent *a)
+{
+	struct dom_core *c = a->core;
+	for (int i = 0; i < c->nact; i++) {
+		const struct dom_action *x = &c->act[i];
+		struct agent_member *am = &a->mem[x->m];
+		if (am->conn < 0 || !am->shm.grant)
+			continue; /* a member on its way in or out: nothing to write */
+		uint32_t *w = dom_shm_grant(&am->shm, x->v);
+		switch (x->kind) {
+		case DOM_ACT_GRANT:
+			am->cur_gen[x->v] = next_gen(am);
+			__atomic_store_n(w, dom_grant_word(am->cur_gen[x->v], 0, x->slot), __ATOMIC_RELEASE);
+			break;
+		case DOM_ACT_REVOKE:
+			__atomic_store_n(w, dom_grant_word(am->cur_gen[x->v], DOM_GRANT_REVOKE, x->slot), __ATOMIC_RELEASE);
+			break;
+		case DOM_ACT_RECLAIM:
+			__atomic_store_n(w, dom_grant_word(am->cur_gen[x->v], DOM_GRANT_RECLAIMED, x->slot),
+					 __ATOMIC_RELEASE);
+			break;
+		case DOM_ACT_MOVE: /* members move slots among their own vCPUs themselves */
+			break;
+		}
+		agent_mark_dirty(a, x->m);
+	}
+	dom_core_clear_actions(c);
+	for (int i = 0; i < a->ndirty; i++) {
+		struct agent_member *am = &a->mem[a->dirty[i]];
+		am->dirty = false;
+		if (!am->shm.grant)
+			continue;
+		struct dom_grant_live *live = dom_shm_live(&am->shm);
+		__atomic_fetch_add(&live->a2m, 1, __ATOMIC_RELEASE);
+		dom_futex_wake(&live->a2m);
+	}
+	a->ndirty = 0;
+}
+
+void agent_tick(struct agent *a)
+{
+	dom_core_tick(a->core, agent_now());
+	for (int m = 0; m < a->max_members; m++)
+		if (a->mem[m].conn >= 0 && a->mem[m].shm.grant)
+			__atomic_fetch_add(&dom_shm_live(&a->mem[m].shm)->beat, 1, __ATOMIC_RELEASE);
+	agent_apply(a);
+}

@@ -1,0 +1,540 @@
+/*
+ * The member's link to its domain's agent (member_link.h). Seats are this
+ * process's co-scheduler slots; each has one of four states, guarded by
+ * l->mu (taken inside the scheduler's mutex by the slot callback, alone by
+ * the link thread, which never calls the scheduler while holding it):
+ *
+ *   FREE    not asked for; req word says NONE
+ *   ASKED   req word says SLOT; waiting for a grant with a new gen
+ *   HELD    granted (gen, slot): online in the co-scheduler
+ *   GIVING  revoked or reclaimed: going offline; SLOT_OFF gives it back
+ */
+#include "vmm/domain/member_link.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sched/policy.h"
+#include "sched/sched.h"
+#include "vmm/domain/paths.h"
+#include "vmm/domain/shm.h"
+
+#define LINK_WAKE_NS (100 * 1000000ull)  /* how often the link looks at the agent unasked */
+#define LINK_HUNG_NS (1000 * 1000000ull) /* no beat for this long while asking: agent hung */
+
+enum seat_state { SEAT_FREE, SEAT_ASKED, SEAT_HELD, SEAT_GIVING };
+
+struct seat {
+	enum seat_state st;
+	uint32_t gen;  /* HELD/GIVING: the grant's; FREE/ASKED: the last given back */
+	int slot;
+};
+
+struct dlink {
+	struct dlink_info info;
+	char domain[DOM_NAME_MAX];
+	int sock;
+	struct dom_shm shm;
+	struct sched *s;
+	pthread_t thr;
+	bool thr_on;
+	void (*on_policy)(void *ctx, const char *name);
+	void *policy_ctx;
+	pthread_mutex_t mu;
+	struct seat *seat;
+	int want;            /* the co-scheduler's demand */
+	bool lost;
+	uint64_t lost_ns;
+	char lost_why[96];
+	uint32_t policy_seen;
+	struct dlink_report rep;
+	_Atomic uint32_t local; /* bumped (and woken) to make the link thread look */
+	atomic_bool stopping;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void ring(struct dlink *l)
+{
+	uint64_t one = 1;
+	/* EAGAIN only at a counter near 2^64: the agent has a wake pending anyway */
+	if (write(l->info.doorbell, &one, sizeof(one)) < 0) {
+	}
+}
+
+static void set_req(struct dlink *l, int j, uint32_t gen, enum dom_want want)
+{
+	__atomic_store_n(dom_shm_req(&l->shm, j), dom_req_word(gen, want), __ATOMIC_RELEASE);
+}
+
+/* Seats held or asked for (GIVING ones are decided when they are off). */
+static int seats_in_use(const struct dlink *l, int except)
+{
+	int n = 0;
+	for (int j = 0; j < l->info.nseats; j++)
+		if (j != except && l->seat[j].st != SEAT_FREE)
+			n++;
+	return n;
+}
+
+/* Asks for free seats up to the demand; l->mu held. true: a req word changed. */
+static bool ask_more(struct dlink *l)
+{
+	bool changed = false;
+	int have = seats_in_use(l, -1);
+	for (int j = 0; j < l->info.nseats && have < l->want; j++) {
+		struct seat *st = &l->seat[j];
+		if (st->st != SEAT_FREE)
+			continue;
+		st->st = SEAT_ASKED;
+		set_req(l, j, st->gen, DOM_WANT_SLOT);
+		have++;
+		changed = true;
+	}
+	return changed;
+}
+
+/* The co-scheduler's slot callback: its mutex is held; no calls back into it. */
+static void on_slot(void *ctx, enum sched_action_kind kind, int val)
+{
+	struct dlink *l = ctx;
+	bool changed = false;
+	pthread_mutex_lock(&l->mu);
+	if (kind == SCHED_ACT_SLOT_DEMAND) {
+		l->want = val;
+		if (!l->lost)
+			changed = ask_more(l);
+	} else if (kind == SCHED_ACT_SLOT_OFF && val >= 0 && val < l->info.nseats && !l->lost) {
+		struct seat *st = &l->seat[val];
+		if (st->st == SEAT_HELD || st->st == SEAT_GIVING) {
+			bool again = !atomic_load(&l->stopping) && seats_in_use(l, val) < l->want;
+			st->st = again ? SEAT_ASKED : SEAT_FREE;
+			set_req(l, val, st->gen, again ? DOM_WANT_SLOT : DOM_WANT_NONE);
+			changed = true;
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (changed)
+		ring(l);
+}
+
+/* ---- the link thread ---- */
+
+struct todo {
+	int online[DOM_SLOTS_MAX], ncpu[DOM_SLOTS_MAX], non;
+	int offline[DOM_SLOTS_MAX], noff;
+	char policy[DOM_NAME_MAX];
+	uint32_t policy_gen;
+	bool give_back; /* an unasked grant was given back: ring */
+};
+
+static void read_grants(struct dlink *l, struct todo *t)
+{
+	for (int j = 0; j < l->info.nseats; j++) {
+		struct seat *st = &l->seat[j];
+		uint32_t w = __atomic_load_n(dom_shm_grant(&l->shm, j), __ATOMIC_ACQUIRE);
+		int slot = dom_grant_slot(w);
+		uint32_t gen = dom_grant_gen(w);
+		unsigned fl = dom_grant_flags(w);
+		if (slot < 0 || slot >= l->info.nslots)
+			continue;
+		bool gone = fl & (DOM_GRANT_REVOKE | DOM_GRANT_RECLAIMED);
+		switch (st->st) {
+		case SEAT_ASKED:
+			if (gen == st->gen)
+				break; /* the grant it gave back, not a new one */
+			st->gen = gen;
+			st->slot = slot;
+			l->rep.grants++;
+			if (gone) { /* granted and revoked before we looked */
+				st->st = SEAT_GIVING;
+				t->offline[t->noff++] = j;
+			} else {
+				st->st = SEAT_HELD;
+				t->ncpu[t->non] = l->info.slot_cpu[slot];
+				t->online[t->non++] = j;
+			}
+			break;
+		case SEAT_HELD:
+			if (gen == st->gen && gone) {
+				st->st = SEAT_GIVING;
+				t->offline[t->noff++] = j;
+				if (fl & DOM_GRANT_RECLAIMED)
+					l->rep.reclaims++;
+				else
+					l->rep.revokes++;
+			}
+			break;
+		case SEAT_FREE:
+			if (gen != st->gen && !gone) { /* not asked for (any more): back at once */
+				st->gen = gen;
+				set_req(l, j, gen, DOM_WANT_NONE);
+				t->give_back = true;
+			}
+			break;
+		case SEAT_GIVING:
+			break;
+		}
+	}
+}
+
+static void read_policy(struct dlink *l, struct todo *t)
+{
+	struct dom_grant_live *live = dom_shm_live(&l->shm);
+	uint32_t g = __atomic_load_n(&live->policy_gen, __ATOMIC_ACQUIRE);
+	if (g == l->policy_seen)
+		return;
+	char name[DOM_NAME_MAX];
+	memcpy(name, (const void *)live->policy, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (__atomic_load_n(&live->policy_gen, __ATOMIC_ACQUIRE) != g)
+		return; /* changed while copied: the next look gets it whole */
+	l->policy_seen = g;
+	snprintf(t->policy, sizeof(t->policy), "%s", name);
+	t->policy_gen = g;
+}
+
+/* The agent closed its socket (ended), said something, or stopped beating. */
+static const char *agent_gone(struct dlink *l, uint32_t *beat, uint64_t *beat_at, uint64_t now)
+{
+	struct pollfd p = { .fd = l->sock, .events = POLLIN | POLLRDHUP };
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLIN)))
+		return "the agent ended (its socket closed)";
+	uint32_t b = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
+	if (b != *beat) {
+		*beat = b;
+		*beat_at = now;
+		return NULL;
+	}
+	bool asking = false;
+	for (int j = 0; j < l->info.nseats; j++)
+		asking |= l->seat[j].st == SEAT_ASKED;
+	return asking && now - *beat_at > LINK_HUNG_NS ? "the agent stopped answering (no beat for 1 s)" : NULL;
+}
+
+/* Every seat comes online on the domain's CPUs, for good. */
+static void go_alone(struct dlink *l, const char *why, struct todo *t)
+{
+	l->lost = true;
+	l->lost_ns = now_ns();
+	snprintf(l->lost_why, sizeof(l->lost_why), "%s", why);
+	for (int j = 0; j < l->info.nseats; j++) {
+		struct seat *st = &l->seat[j];
+		if (st->st == SEAT_HELD)
+			continue; /* online already, on a domain CPU */
+		st->st = SEAT_HELD;
+		t->ncpu[t->non] = l->info.slot_cpu[j % l->info.nslots];
+		t->online[t->non++] = j;
+	}
+	fprintf(stderr, "vmm: domain %s: agent lost: %s; this VM runs on under the host scheduler, on the domain's CPUs\n",
+		l->domain, why);
+}
+
+static void publish_states(struct dlink *l)
+{
+	for (int v = 0; v < l->info.nvcpus_total; v++) {
+		struct sched_vcpu_stats st;
+		sched_stats(l->s, v, &st);
+		struct dom_req_vcpu *rv = dom_shm_req_vcpu(&l->shm, v);
+		__atomic_store_n(&rv->state, (uint32_t)sched_vcpu_state(l->s, v), __ATOMIC_RELAXED);
+		__atomic_store_n(&rv->ns_running, st.ns_running, __ATOMIC_RELAXED);
+	}
+}
+
+static int wait_two(const uint32_t *a2m, uint32_t a, const _Atomic uint32_t *local, uint32_t b, uint64_t ns)
+{
+	struct futex_waitv w[2] = {
+		{ .val = a, .uaddr = (uintptr_t)a2m, .flags = FUTEX_32 },
+		{ .val = b, .uaddr = (uintptr_t)local, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG },
+	};
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + ns;
+	ts.tv_sec = (time_t)(at / 1000000000ull);
+	ts.tv_nsec = (long)(at % 1000000000ull);
+	return (int)syscall(SYS_futex_waitv, w, 2, 0, &ts, CLOCK_MONOTONIC);
+}
+
+static void *link_main(void *arg)
+{
+	struct dlink *l = arg;
+	struct dom_grant_live *live = dom_shm_live(&l->shm);
+	uint32_t beat = __atomic_load_n(&live->beat, __ATOMIC_ACQUIRE);
+	uint64_t beat_at = now_ns(), published = 0;
+	bool kept = false;
+	while (!atomic_load(&l->stopping)) {
+		uint32_t a = __atomic_load_n(&live->a2m, __ATOMIC_ACQUIRE);
+		uint32_t b = atomic_load(&l->local);
+		struct todo t;
+		t.non = t.noff = 0;
+		t.policy[0] = '\0';
+		t.give_back = false;
+		uint64_t now = now_ns();
+		pthread_mutex_lock(&l->mu);
+		if (!l->lost) {
+			read_grants(l, &t);
+			read_policy(l, &t);
+			const char *why = agent_gone(l, &beat, &beat_at, now);
+			if (why)
+				go_alone(l, why, &t);
+		}
+		bool lost_now = l->lost && !kept;
+		pthread_mutex_unlock(&l->mu);
+		if (lost_now) { /* nobody gives seats back any more */
+			sched_slots_keep(l->s, true);
+			kept = true;
+		}
+		if (t.give_back)
+			ring(l);
+		for (int i = 0; i < t.non; i++)
+			sched_slot_online(l->s, t.online[i], t.ncpu[i]);
+		for (int i = 0; i < t.noff; i++)
+			sched_slot_offline(l->s, t.offline[i]);
+		if (t.policy[0]) {
+			int rc = sched_policy_find(t.policy) ? sched_set_policy(l->s, t.policy) : -EINVAL;
+			struct dom_req_hdr *rh = dom_shm_req_hdr(&l->shm);
+			__atomic_store_n(&rh->policy_at_ns, now_ns(), __ATOMIC_RELAXED);
+			__atomic_store_n(&rh->policy_ack, t.policy_gen, __ATOMIC_RELEASE);
+			if (!rc) {
+				pthread_mutex_lock(&l->mu);
+				l->rep.policy_changes++;
+				pthread_mutex_unlock(&l->mu);
+				if (l->on_policy)
+					l->on_policy(l->policy_ctx, t.policy);
+			}
+		}
+		if (now - published >= LINK_WAKE_NS) {
+			publish_states(l);
+			published = now;
+		}
+		wait_two(&live->a2m, a, &l->local, b, LINK_WAKE_NS);
+	}
+	return NULL;
+}
+
+/* ---- join, start, stop ---- */
+
+static int connect_agent(const char *domain, char *why, size_t len)
+{
+	char path[108];
+	int rc = dom_name_check(domain, why, len);
+	if (rc)
+		return rc;
+	if (dom_path(domain, "ctl.sock", path, sizeof(path))) {
+		snprintf(why, len, "--domain %s: the socket path is too long", domain);
+		return -ENAMETOOLONG;
+	}
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(why, len, "socket: %s", strerror(errno));
+		return -errno;
+	}
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		if (e == ENOENT || e == ECONNREFUSED) {
+			snprintf(why, len, "no domain '%s' is running (no agent at %s); start one with `vmm domain start %s --pcpus LIST`",
+				 domain, path, domain);
+			return -ENOENT;
+		}
+		if (e == EACCES || e == EPERM) {
+			snprintf(why, len, "domain '%s': permission denied on %s (see SECURITY.md: the domain's group)",
+				 domain, path);
+			return -EACCES;
+		}
+		snprintf(why, len, "domain '%s': connect %s: %s", domain, path, strerror(e));
+		return -e;
+	}
+	/* a hung agent must not hang a join */
+	struct timeval tv = { .tv_sec = 5 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* The JOIN_OK and its three fds, or the agent's ERROR. */
+static int receive_join(int fd, union dom_msg *msg, int fds[3], char *why, size_t len)
+{
+	_Alignas(8) unsigned char buf[DOM_MSG_MAX];
+	union {
+		char b[CMSG_SPACE(sizeof(int) * 3)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+	ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	int nfds = 0;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			for (int i = 0; i < k; i++) {
+				int f;
+				memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				if (nfds < 3)
+					fds[nfds++] = f;
+				else
+					close(f);
+			}
+		}
+	if (n <= 0) {
+		snprintf(why, len, "the agent did not answer the join: %s", n < 0 ? strerror(errno) : "connection closed");
+		goto bad;
+	}
+	const char *dwhy = NULL;
+	int type = dom_proto_decode(buf, (size_t)n, msg, NULL, &dwhy);
+	if (type == DOM_MSG_ERROR) {
+		snprintf(why, len, "the agent refused the join: %s", msg->error.why);
+		goto bad;
+	}
+	if (type != DOM_MSG_JOIN_OK || nfds != 3) {
+		snprintf(why, len, "the agent's answer to the join is not a JOIN_OK with 3 fds (%s)", dwhy ? dwhy : "wrong type");
+		goto bad;
+	}
+	return 0;
+bad:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	return -EPROTO;
+}
+
+int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_info *info, char *why, size_t len)
+{
+	*out = NULL;
+	int fd = connect_agent(p->domain, why, len);
+	if (fd < 0)
+		return fd;
+	struct dom_msg_join j;
+	int n = dom_proto_join(&j, (uint32_t)p->nvcpus, (uint32_t)p->nvcpus, p->weight, p->policy, p->vm_name);
+	if (n < 0 || send(fd, &j, (size_t)n, MSG_NOSIGNAL) != n) {
+		snprintf(why, len, "cannot send the join to domain '%s': %s", p->domain, strerror(n < 0 ? -n : errno));
+		close(fd);
+		return n < 0 ? n : -EIO;
+	}
+	union dom_msg msg;
+	int fds[3] = { -1, -1, -1 };
+	int rc = receive_join(fd, &msg, fds, why, len);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	const struct dom_msg_join_ok *ok = &msg.join_ok;
+	struct dlink *l = calloc(1, sizeof(*l));
+	if (l)
+		l->seat = calloc(ok->nseats, sizeof(*l->seat));
+	if (!l || !l->seat || (int)ok->nseats > p->nvcpus) {
+		snprintf(why, len, l && l->seat ? "the agent gave more seats than vCPUs" : "out of memory");
+		for (int i = 0; i < 3; i++)
+			close(fds[i]);
+		if (l)
+			free(l->seat);
+		free(l);
+		close(fd);
+		return l ? -EPROTO : -ENOMEM;
+	}
+	rc = dom_shm_attach(&l->shm, fds[0], fds[1], (int)ok->nseats, p->nvcpus, ok->epoch);
+	if (rc) {
+		snprintf(why, len, "the domain's shared segments are not as agreed: %s", strerror(-rc));
+		close(fds[2]);
+		free(l->seat);
+		free(l);
+		close(fd);
+		return rc;
+	}
+	l->sock = fd;
+	snprintf(l->domain, sizeof(l->domain), "%s", p->domain);
+	struct dlink_info *in = &l->info;
+	in->member = (int)ok->member;
+	in->nslots = (int)ok->nslots;
+	in->nseats = (int)ok->nseats;
+	in->nvcpus_total = p->nvcpus;
+	in->slice_ns = ok->slice_ns;
+	in->grace_ns = ok->grace_ns;
+	in->epoch = ok->epoch;
+	in->doorbell = fds[2];
+	CPU_ZERO(&in->cpus);
+	for (int s = 0; s < in->nslots; s++) {
+		in->slot_cpu[s] = ok->slot_cpu[s];
+		if (ok->slot_cpu[s] >= 0)
+			CPU_SET(ok->slot_cpu[s], &in->cpus);
+	}
+	pthread_mutex_init(&l->mu, NULL);
+	*info = *in;
+	*out = l;
+	return 0;
+}
+
+int dlink_start(struct dlink *l, struct sched *s, void (*on_policy)(void *ctx, const char *name), void *ctx)
+{
+	l->s = s;
+	l->on_policy = on_policy;
+	l->policy_ctx = ctx;
+	l->policy_seen = __atomic_load_n(&dom_shm_live(&l->shm)->policy_gen, __ATOMIC_ACQUIRE);
+	sched_set_slot_cb(s, on_slot, l);
+	int rc = pthread_create(&l->thr, NULL, link_main, l);
+	if (rc)
+		return -rc;
+	l->thr_on = true;
+	return 0;
+}
+
+void dlink_stop(struct dlink *l)
+{
+	if (!l)
+		return;
+	atomic_store(&l->stopping, true);
+	atomic_fetch_add(&l->local, 1);
+	syscall(SYS_futex, &l->local, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (l->thr_on)
+		pthread_join(l->thr, NULL);
+	l->thr_on = false;
+	if (l->sock >= 0) {
+		struct dom_msg_hdr h;
+		int n = dom_proto_leave(&h);
+		if (n > 0 && send(l->sock, &h, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+			/* the agent is gone: its end of the socket says the rest */
+		}
+	}
+}
+
+void dlink_destroy(struct dlink *l)
+{
+	if (!l)
+		return;
+	dlink_stop(l);
+	if (l->sock >= 0)
+		close(l->sock);
+	if (l->info.doorbell >= 0)
+		close(l->info.doorbell);
+	dom_shm_destroy(&l->shm);
+	pthread_mutex_destroy(&l->mu);
+	free(l->seat);
+	free(l);
+}
+
+void dlink_get_report(struct dlink *l, struct dlink_report *r)
+{
+	pthread_mutex_lock(&l->mu);
+	*r = l->rep;
+	r->lost = l->lost;
+	r->lost_ns = l->lost_ns;
+	snprintf(r->lost_why, sizeof(r->lost_why), "%s", l->lost_why);
+	pthread_mutex_unlock(&l->mu);
+}

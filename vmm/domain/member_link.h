@@ -1,0 +1,71 @@
+/*
+ * A member's side of a scheduling domain (`vmm run --domain NAME`): join over
+ * the agent's socket, then keep this process's co-scheduler's slots (its
+ * "seats") in step with the agent's grants. The member's own sched/ core and
+ * --yield policy still decide which of its vCPUs runs on a seat it holds;
+ * the agent decides which VM holds the domain's CPUs (sched/DOMAIN.md).
+ *
+ * One thread, the link, waits (futex_waitv) on the agent's a2m word and on a
+ * private word; it brings seats online when granted and offline when
+ * revoked. The co-scheduler's slot callback, on whatever thread runs the
+ * scheduler, asks for seats and gives them back (req words, doorbell).
+ *
+ * If the agent dies or hangs (its socket closes; or its beat stops for 1 s
+ * while a seat is asked for), every seat comes online on the domain's CPUs:
+ * the VM runs on under the host scheduler, confined to those CPUs, and the
+ * report says so from when. It never waits for a grant that cannot come.
+ */
+#ifndef VMM_DOMAIN_MEMBER_LINK_H
+#define VMM_DOMAIN_MEMBER_LINK_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/domain_proto.h"
+
+struct sched;
+struct dlink;
+
+struct dlink_params {
+	const char *domain;
+	int nvcpus;
+	uint32_t weight;
+	const char *policy;
+	const char *vm_name; /* may be "" */
+};
+
+struct dlink_info { /* what JOIN_OK said */
+	int member, nslots, nseats;
+	uint64_t slice_ns, grace_ns, epoch;
+	int slot_cpu[DOM_SLOTS_MAX];
+	cpu_set_t cpus; /* the domain's CPUs */
+	int nvcpus_total; /* the VM's vCPUs */
+	int doorbell;   /* the fd scheduler threads write (for their seccomp filters) */
+};
+
+struct dlink_report {
+	bool lost;            /* the agent went away */
+	uint64_t lost_ns;     /* when (CLOCK_MONOTONIC) */
+	char lost_why[96];
+	uint64_t grants, revokes, reclaims;
+	uint64_t policy_changes;
+};
+
+/* Connects and joins; -ENOENT: no such domain, -EACCES: not allowed in;
+ * why says it in one line. */
+int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_info *info, char *why,
+	       size_t len);
+/* Ties the link to the co-scheduler (created with slots_offline and
+ * npcpus == info.nseats) and starts the link thread; call before
+ * sched_start. A policy change from the agent is applied with
+ * sched_set_policy; on_policy (may be NULL) is told after. */
+int dlink_start(struct dlink *l, struct sched *s, void (*on_policy)(void *ctx, const char *name), void *ctx);
+/* Gives every seat back, says LEAVE, ends the thread. */
+void dlink_stop(struct dlink *l);
+void dlink_destroy(struct dlink *l);
+void dlink_get_report(struct dlink *l, struct dlink_report *r);
+
+
+
+#endif

@@ -1,0 +1,55 @@
+#include "vmm/domain/paths.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int dom_name_check(const char *name, char *why, size_t len)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 31 || name[0] == '.') {
+		snprintf(why, len, "domain name '%s': 1 to 31 characters, not starting with '.'", name);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '-' || c == '.')) {
+			snprintf(why, len, "domain name '%s': only letters, digits, '_', '-' and '.'", name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int dom_base_dir(char *buf, size_t len)
+{
+	const char *env = getenv(DOM_DIR_ENV);
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+	if (env && env[0])
+		n = snprintf(buf, len, "%s", env);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/run/vmm/domain");
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/vmm/domain", xdg);
+	else
+		n = snprintf(buf, len, "/tmp/vmm-%u/domain", (unsigned)geteuid());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int dom_path(const char *name, const char *leaf, char *buf, size_t len)
+{
+	char base[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int rc = dom_base_dir(base, sizeof(base));
+	if (rc)
+		return rc;
+	int n = leaf ? snprintf(buf, len, "%s/%s/%s", base, name, leaf) : snprintf(buf, len, "%s/%s", base, name);
+	/* every path here may become a socket address */
+	if (n < 0 || (size_t)n >= len || (size_t)n >= sizeof(base))
+		return -ENAMETOOLONG;
+	return 0;
+}

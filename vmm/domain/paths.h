@@ -1,0 +1,21 @@
+/*
+ * Where a domain's files live: one directory per domain holding the agent's
+ * control socket and its pid file. Access to a domain is access to that
+ * directory (SECURITY.md): mode 0770, the agent's user and --group.
+ */
+#ifndef VMM_DOMAIN_PATHS_H
+#define VMM_DOMAIN_PATHS_H
+
+#include <stddef.h>
+
+#define DOM_DIR_ENV "VMM_DOMAIN_DIR" /* overrides the base directory */
+
+/* 0, or -EINVAL with why filled: 1..31 of [A-Za-z0-9_.-], not starting with '.' */
+int dom_name_check(const char *name, char *why, size_t len);
+/* The base directory: $VMM_DOMAIN_DIR, else /run/vmm/domain as root, else
+ * $XDG_RUNTIME_DIR/vmm/domain, else /tmp/vmm-UID/domain. */
+int dom_base_dir(char *buf, size_t len);
+/* base/NAME[/leaf]; -ENAMETOOLONG past len or past a socket address's limit */
+int dom_path(const char *name, const char *leaf, char *buf, size_t len);
+
+#endif
