@@ -3,7 +3,6 @@
  * The seals, not the mappings, are the protection: a mapping is only what
  * this process chose, a seal binds every process that ever holds the fd.
  */
-#define _GNU_SOURCE
 #include "vmm/domain/shm.h"
 
 #include <errno.h>
