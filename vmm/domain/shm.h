@@ -110,7 +110,7 @@ int dom_shm_attach(struct dom_shm *s, int req_fd, int grant_fd, int nseats,
 void dom_shm_close_fds(struct dom_shm *s);
 void dom_shm_destroy(struct dom_shm *s); /* unmaps, closes what is open */
 
-/* Word addresses (each on its own line). */
+/* Word addresses (each on its own line); NULL for a seat or vCPU out of range. */
 uint32_t *dom_shm_grant(const struct dom_shm *s, int seat);
 uint32_t *dom_shm_req(const struct dom_shm *s, int seat);
 struct dom_grant_hdr *dom_shm_grant_hdr(const struct dom_shm *s);
@@ -119,7 +119,8 @@ struct dom_req_hdr *dom_shm_req_hdr(const struct dom_shm *s);
 struct dom_req_vcpu *dom_shm_req_vcpu(const struct dom_shm *s, int v);
 
 /* Cross-process futex on a shared (not private) word. wait: 0, -EAGAIN
- * (value differed), -ETIMEDOUT, -EINTR. timeout_ns 0 = forever. */
+ * (value differed), -ETIMEDOUT, -EINTR. timeout_ns 0 = forever (else
+ * relative). wake: how many it woke, or -errno. */
 int dom_futex_wait(const uint32_t *word, uint32_t val, uint64_t timeout_ns);
 int dom_futex_wake(uint32_t *word);
 
