@@ -22,16 +22,17 @@
 static union dom_msg out;
 static const char *text, *why;
 
-/* Decode len bytes of p from an exact-size heap copy at an odd address. */
+/* Decode len bytes of p from an exact-size heap copy at an odd address,
+ * kept until the next decode (text points into it). */
 static int dec(const void *p, size_t len)
 {
-	unsigned char *b = malloc(len + 1);
+	static unsigned char *b;
+	free(b);
+	b = malloc(len + 1);
 	memcpy(b + 1, p, len);
 	memset(&out, 0x5a, sizeof(out));
 	text = why = NULL;
-	int r = dom_proto_decode(b + 1, len, &out, &text, &why);
-	free(b);
-	return r;
+	return dom_proto_decode(b + 1, len, &out, &text, &why);
 }
 
 static bool out_untouched(void)
