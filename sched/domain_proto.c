@@ -150,20 +150,21 @@ static const char *check_error(const struct dom_msg_error *m)
 	return NULL;
 }
 
-/* A fixed message of its type's exact length: its fields. */
-static const char *check_fields(const union dom_msg *m)
+/* A fixed message of its type's exact length (an encoder's struct or the
+ * decoder's aligned copy): its fields. */
+static const char *check_fields(const void *m)
 {
-	switch (m->h.type) {
+	switch (((const struct dom_msg_hdr *)m)->type) {
 	case DOM_MSG_JOIN:
-		return check_join(&m->join);
+		return check_join(m);
 	case DOM_MSG_JOIN_OK:
-		return check_join_ok(&m->join_ok);
+		return check_join_ok(m);
 	case DOM_MSG_STATUS:
-		return check_status(&m->status);
+		return check_status(m);
 	case DOM_MSG_SET:
-		return check_set(&m->set);
+		return check_set(m);
 	case DOM_MSG_ERROR:
-		return check_error(&m->error);
+		return check_error(m);
 	default: /* LEAVE, OK: nothing beyond the header */
 		return NULL;
 	}
@@ -202,8 +203,7 @@ static int name_put(char *dst, size_t n, const char *s)
 
 static int finish(const void *m)
 {
-	const union dom_msg *u = m;
-	return check_fields(u) ? -EINVAL : (int)fixed_len[u->h.type];
+	return check_fields(m) ? -EINVAL : (int)fixed_len[((const struct dom_msg_hdr *)m)->type];
 }
 
 int dom_proto_join(struct dom_msg_join *m, uint32_t nseats, uint32_t nvcpus,
