@@ -56,12 +56,12 @@ struct dom_msg_join {
 
 struct dom_msg_join_ok {
 	struct dom_msg_hdr h;
-	uint32_t member;   /* the id status and set use */
+	uint32_t member;   /* the id status and set use: 0..INT32_MAX */
 	uint32_t nslots;   /* the domain's P */
 	uint32_t nseats;   /* as asked */
 	uint32_t reserved;
 	uint64_t epoch;    /* the agent's start; changes when it restarts */
-	uint64_t slice_ns, grace_ns;
+	uint64_t slice_ns, grace_ns; /* both > 0 */
 	int32_t slot_cpu[DOM_SLOTS_MAX]; /* host CPU of each slot, [nslots] */
 };
 
@@ -74,7 +74,8 @@ struct dom_msg_status {
 
 struct dom_msg_status_reply { /* variable length: len = header + text + NUL */
 	struct dom_msg_hdr h;
-	char text[]; /* NUL-terminated, at most DOM_TEXT_MAX bytes before it */
+	char text[]; /* NUL-terminated, at most DOM_TEXT_MAX bytes before it:
+		      * printable ASCII, '\n' and '\t' */
 };
 
 struct dom_msg_set {
@@ -95,9 +96,9 @@ struct dom_msg_ok {
 
 struct dom_msg_error {
 	struct dom_msg_hdr h;
-	int32_t code;     /* a negative errno */
+	int32_t code;     /* a negative errno: -4095..-1 */
 	uint32_t reserved;
-	char why[160];    /* NUL-terminated, printable */
+	char why[160];    /* NUL-terminated, printable, not empty */
 };
 
 /* Any decoded message; which member is valid depends on hdr.type. */
@@ -114,7 +115,11 @@ union dom_msg {
 
 /*
  * Encoders fill a whole message (header included) and return its length.
- * Strings longer than the field are refused (-ENAMETOOLONG) rather than cut.
+ * Strings longer than the field are refused (-ENAMETOOLONG) rather than cut;
+ * any other value dom_proto_decode would refuse is refused (-EINVAL), so
+ * nothing sent is something a peer refuses. Unused bytes are zero: one
+ * message has one encoding. dom_proto_set stores 0 for pid unless member is
+ * -1 and for weight/policy unless `what` names them (policy may be NULL).
  */
 int dom_proto_join(struct dom_msg_join *m, uint32_t nseats, uint32_t nvcpus,
 		   uint32_t weight, const char *policy, const char *vm_name);
@@ -136,8 +141,9 @@ int dom_proto_status_reply(void *buf, size_t cap, const char *text);
  * Decode and validate one received packet of len bytes. Returns its type
  * (> 0) with the fixed part copied into *out, or a negative errno with *why
  * set to a static reason (-EPROTO: bad magic, version, type, length or
- * field). For STATUS_REPLY, *text points into buf (validated: NUL at the
- * end, nothing after it); text may be NULL for other types.
+ * field; -EINVAL: buf or out NULL); *out is written only on success. For
+ * STATUS_REPLY, *text points into buf (validated: NUL at the end, nothing
+ * after it) and only out->h is written; text may be NULL for other types.
  */
 int dom_proto_decode(const void *buf, size_t len, union dom_msg *out,
 		     const char **text, const char **why);

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of fuzz_bzimage and fuzz_virtqueue
-(tests/fuzz/corpus/<target>/): small synthetic inputs, valid as far as the
-code under test goes, in each fuzzer's input layout (see its comment).
+"""Writes the seed corpora of fuzz_bzimage, fuzz_virtqueue and
+fuzz_domain_proto (tests/fuzz/corpus/<target>/): small synthetic inputs,
+valid as far as the code under test goes, in each fuzzer's input layout (see
+its comment; for fuzz_domain_proto one packet, as sched/domain_proto.h lays
+it out, one seed per message type and a few edges).
 No real kernel: the bzImage is built like tests/unit/test_bzimage.c's synth()."""
 import os
 import struct
@@ -58,6 +60,45 @@ def vq_ram():
     return bytes(ram)
 
 
+DOM_MAGIC, DOM_VERSION = 0x444D4D56, 1
+(DOM_JOIN, DOM_JOIN_OK, DOM_LEAVE, DOM_STATUS, DOM_STATUS_REPLY, DOM_SET, DOM_OK,
+ DOM_ERROR) = range(1, 9)
+
+
+def dom(mtype, body):
+    return struct.pack("<IHHII", DOM_MAGIC, DOM_VERSION, mtype, 16 + len(body), 0) + body
+
+
+def dom_name(s, n=32):
+    return s.encode().ljust(n, b"\0")
+
+
+def dom_join_ok(member, cpus, nseats=1):
+    slots = list(cpus) + [-1] * (256 - len(cpus))
+    return dom(DOM_JOIN_OK, struct.pack("<IIIIQQQ", member, len(cpus), nseats, 0,
+                                        0x1122334455667788, 10_000_000, 5_000_000)
+               + struct.pack("<256i", *slots))
+
+
+def dom_seeds():
+    return {
+        "join": dom(DOM_JOIN, struct.pack("<IIII", 2, 4, 100, 0) + dom_name("holder") + dom_name("vm-1")),
+        "join_max": dom(DOM_JOIN, struct.pack("<IIII", 1024, 1024, 10000, 0) + dom_name("gang")
+                        + dom_name("x" * 31)),
+        "join_ok": dom_join_ok(7, [0, 1, 2, 3], nseats=2),
+        "join_ok_full": dom_join_ok(0x7FFFFFFF, [1023 - i for i in range(256)], nseats=1024),
+        "leave": dom(DOM_LEAVE, b""),
+        "status": dom(DOM_STATUS, struct.pack("<II", 1, 0)),
+        "status_reply": dom(DOM_STATUS_REPLY, b'{"members": [\n\t{"id": 0}\n]}\n\0'),
+        "status_reply_empty": dom(DOM_STATUS_REPLY, b"\0"),
+        "set_weight": dom(DOM_SET, struct.pack("<iiII", 3, 0, 1, 50) + bytes(32)),
+        "set_policy_by_pid": dom(DOM_SET, struct.pack("<iiII", -1, 4242, 2, 0) + dom_name("pv")),
+        "set_both": dom(DOM_SET, struct.pack("<iiII", 0, 0, 3, 1) + dom_name("random")),
+        "ok": dom(DOM_OK, struct.pack("<Q", 123456789)),
+        "error": dom(DOM_ERROR, struct.pack("<iI", -22, 0) + dom_name("weight out of range", 160)),
+    }
+
+
 def main():
     out = os.path.join(HERE, "corpus", "fuzz_bzimage")
     os.makedirs(out, exist_ok=True)
@@ -80,6 +121,12 @@ def main():
         "rings_in_region1": vq(2, 0x10000, 0x10400, 0x10800, 16, pop * 2, bytes(32 << 10) + vq_ram()[:2048]),
     }
     for name, data in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+
+    out = os.path.join(HERE, "corpus", "fuzz_domain_proto")
+    os.makedirs(out, exist_ok=True)
+    for name, data in dom_seeds().items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
 
