@@ -102,6 +102,26 @@ static int prepare_disk(const struct vm_config *cfg, struct vm_error *err)
 	return r;
 }
 
+/* --domain: joined last, once everything else is known good, and before
+ * KVM: a domain that is not running is the user's to fix. The seats are
+ * this run's slots, on the domain's CPUs. */
+static int prepare_domain(struct vm_inputs *in, const struct vm_config *cfg, struct vm_error *err)
+{
+	struct dlink_params p = { .domain = cfg->domain, .nvcpus = (int)cfg->ncpus, .weight = cfg->weight,
+				  .policy = cfg->policy, .vm_name = cfg->vm_name ? cfg->vm_name : "" };
+	char why[300];
+	int rc = dlink_join(&in->domain, &p, &in->dom, why, sizeof(why));
+	if (rc)
+		return vm_error_set(err, rc == -ENOENT || rc == -EACCES || rc == -EINVAL || rc == -ENAMETOOLONG
+					 ? VMM_EXIT_USAGE : VMM_EXIT_HOST_ERROR,
+				    rc, "%s", why);
+	in->nslots = (unsigned)in->dom.nseats;
+	in->cpus = in->dom.cpus;
+	for (unsigned s = 0; s < in->nslots; s++)
+		in->slot_cpu[s] = -1; /* each grant says where */
+	return 0;
+}
+
 int vm_inputs_prepare(struct vm_inputs *in, const struct vm_config *cfg, struct vm_error *err)
 {
 	memset(in, 0, sizeof(*in));
@@ -114,11 +134,14 @@ int vm_inputs_prepare(struct vm_inputs *in, const struct vm_config *cfg, struct 
 	r = cfg->kernel_path ? prepare_linux(in, cfg, err) : prepare_elf(in, cfg, err);
 	if (!r && cfg->disk_path)
 		r = prepare_disk(cfg, err);
+	if (!r && cfg->domain)
+		r = prepare_domain(in, cfg, err);
 	return r;
 }
 
 void vm_inputs_free(struct vm_inputs *in)
 {
+	dlink_destroy(in->domain);
 	free(in->image_buf);
 	free(in->kernel);
 	free(in->initrd);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmm/domain/member_link.h"
 #include "vmm/linux/boot_linux.h"
 #include "vmm/config.h"
 #include "vmm/boot/elf_loader.h"
@@ -42,6 +43,10 @@ struct vm_inputs {
 	int slot_cpu[VM_INPUTS_MAX_SLOTS];
 	unsigned nslots;
 	cpu_set_t cpus;
+
+	/* --domain: the link to the agent (joined here) and what it said */
+	struct dlink *domain;
+	struct dlink_info dom;
 };
 
 /* 0, or negative with err filled (VMM_EXIT_USAGE for anything the user can fix). */

@@ -36,34 +36,14 @@ static void on_deadlock(void *ctx)
 	run_request_stop(&r->ctl, VM_STOP_DEADLOCK, -1, -1, 0);
 }
 
-/* --domain: join before the scheduler exists, which gets one slot per seat. */
-static int join_domain(struct run *r, struct vm_error *err)
-{
-	const struct vm_config *cfg = r->cfg;
-	struct dlink_params p = { .domain = cfg->domain, .nvcpus = (int)cfg->ncpus, .weight = cfg->weight,
-				  .policy = cfg->policy, .vm_name = cfg->vm_name ? cfg->vm_name : "" };
-	char why[300];
-	int rc = dlink_join(&r->domain, &p, &r->dom, why, sizeof(why));
-	if (rc)
-		return vm_error_set(err, rc == -ENOENT || rc == -EACCES || rc == -EINVAL || rc == -ENAMETOOLONG
-					 ? VMM_EXIT_USAGE : VMM_EXIT_HOST_ERROR,
-				    rc, "%s", why);
-	r->nslots = (unsigned)r->dom.nseats;
-	r->cpus = r->dom.cpus;
-	return 0;
-}
-
 static int create_sched(struct run *r, struct vm_error *err)
 {
 	const struct vm_config *cfg = r->cfg;
 	bool host = cfg->sched_mode == SCHED_MODE_HOST;
 	r->nslots = r->in->nslots; /* --pcpus was checked by vm_inputs_prepare */
 	r->cpus = r->in->cpus;
-	if (cfg->domain) {
-		int rc = join_domain(r, err);
-		if (rc)
-			return rc;
-	}
+	r->domain = r->in->domain; /* joined by vm_inputs_prepare */
+	r->dom = r->in->dom;
 
 	int *vm_of = calloc(r->nvcpus, sizeof(*vm_of));
 	if (!vm_of)
@@ -204,10 +184,9 @@ void run_destroy(struct run *r)
 {
 	for (unsigned k = 0; k < r->vms_created; k++)
 		vm_destroy(&r->vms[k]);
-	dlink_stop(r->domain); /* before the scheduler it calls */
+	dlink_stop(r->domain); /* before the scheduler it calls; vm_inputs_free destroys it */
 	if (r->sched)
 		sched_destroy(r->sched);
-	dlink_destroy(r->domain);
 	trace_destroy(r->trace);
 	if (r->json_out)
 		fclose(r->json_out);

@@ -1,0 +1,423 @@
+"""The scheduling domain (issue 12, sched/DOMAIN.md): separate `vmm run`
+processes share a domain's CPUs through one agent. Without KVM: the
+command's errors, the agent's status, and a rogue client refused with
+nothing else changed. With KVM (nested here when there is none): 2 and 4
+members on 2 slots keep mutual exclusion and never have more than 2 vCPUs
+in guest mode (from their traces, on one time axis), a SIGKILLed member's
+slots go to the others, a killed agent leaves members running, a
+SIGSTOPped member cannot keep a slot, weights 1:2 give 1:2, and a live
+policy change is applied and marked."""
+import json
+import mmap
+import os
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+import harness
+from harness import check_mutual_exclusion, need_kvm
+
+USAGE = 2
+MAGIC, VERSION = 0x444D4D56, 1
+JOIN, JOIN_OK, LEAVE, STATUS, STATUS_REPLY, SET, OK, ERROR = range(1, 9)
+HDR = "<IHHII"
+
+
+def _env(d):
+    return dict(os.environ, VMM_DOMAIN_DIR=d)
+
+
+class Domain:
+    """`vmm domain start NAME --pcpus N` in the background, stopped on exit."""
+
+    def __init__(self, name="d", pcpus=2, extra=()):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.name = name
+        self.env = _env(self.dir)
+        self.sock = os.path.join(self.dir, name, "ctl.sock")
+        self.p = subprocess.Popen([harness.vmm_path(), "domain", "start", name, "--pcpus", str(pcpus), *extra],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
+        line = self.p.stdout.readline()
+        assert "socket" in line, (line, self.p.poll(), self.p.stderr.read() if self.p.poll() is not None else "")
+        self.ready_line = line
+
+    def vmm(self, *args, timeout=60):
+        p = subprocess.run([harness.vmm_path(), *args], capture_output=True, text=True, timeout=timeout, env=self.env)
+        return p
+
+    def status(self):
+        p = self.vmm("domain", "status", self.name, "--json")
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    def member(self, *args, json_path=None, trace=None):
+        cmd = [harness.vmm_path(), "run", "--domain", self.name, "-q", *args]
+        if json_path:
+            cmd += ["--json", json_path]
+        if trace:
+            cmd += ["--trace", trace]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            out, err = self.p.communicate()
+        return self.p.returncode, err
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        self.tmp.cleanup()
+
+
+def _finish(p, timeout=240):
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, out, err
+
+
+def _report(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+# ---- no KVM needed ----
+
+def test_domain_command_errors_are_one_line_and_exit_2():
+    with tempfile.TemporaryDirectory() as d:
+        env = _env(d)
+
+        def run(*args):
+            return subprocess.run([harness.vmm_path(), *args], capture_output=True, text=True, timeout=30, env=env)
+
+        for args, words in [
+            (("domain",), "usage"),
+            (("domain", "start"), "give one domain NAME"),
+            (("domain", "start", "a/b", "--pcpus", "1"), "only letters"),
+            (("domain", "start", "x"), "--pcpus N or --cpus LIST"),
+            (("domain", "start", "x", "--pcpus", "0"), "--pcpus"),
+            (("domain", "start", "x", "--cpus", "4095"), "--cpus"),
+            (("domain", "start", "x", "--cpus", "0,0"), "--cpus"),
+            (("domain", "status", "nosuch"), "no domain 'nosuch' is running"),
+            (("domain", "set", "nosuch", "0"), "nothing to change"),
+            (("domain", "set", "nosuch", "zero", "--weight", "2"), "neither a member id"),
+            (("domain", "set", "nosuch", "0", "--weight", "0"), "--weight"),
+            (("domain", "set", "nosuch", "0", "--yield", "bogus"), "unknown policy"),
+            (("domain", "stop", "nosuch"), "no domain 'nosuch' is running"),
+            (("domain", "frob"), "unknown subcommand"),
+        ]:
+            p = run(*args)
+            assert p.returncode == USAGE, (args, p.returncode, p.stderr)
+            lines = p.stderr.strip().splitlines()
+            assert words in p.stderr and (words == "usage" or len(lines) == 1), (args, p.stderr)
+        # vmm run: the domain is checked before KVM is opened (a missing KVM device would be exit 6)
+        for args, words in [
+            (("--domain", "nosuch"), "no domain 'nosuch' is running"),
+            (("--weight", "5"), "only with --domain"),
+            (("--domain", "x", "--vms", "2"), "a domain member is one VM"),
+            (("--domain", "x", "--pcpus", "2"), "the domain owns the CPUs"),
+            (("--domain", "x", "--sched", "host"), "scheduled by the domain"),
+            (("--domain", "x", "--weight", "10001"), "--weight"),
+        ]:
+            r = harness.vmm_without_kvm(*args, env=env, json_report=False)
+            assert r.rc == USAGE, (args, r)
+            assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+
+
+def test_agent_serves_status_refuses_a_second_agent_and_stops_clean():
+    with Domain("alpha", pcpus=1) as dom:
+        st = dom.status()
+        assert st["domain"] == "alpha" and len(st["slots"]) == 1 and st["members"] == [], st
+        assert st["slots"][0]["member"] is None and st["agent_pid"] == dom.p.pid, st
+        text = dom.vmm("domain", "status", "alpha")
+        assert text.returncode == 0 and "1 slots" in text.stdout and "members: 0" in text.stdout, text
+        second = dom.vmm("domain", "start", "alpha", "--pcpus", "1")
+        assert second.returncode == USAGE and "already has an agent (pid %d)" % dom.p.pid in second.stderr, second
+        stop = dom.vmm("domain", "stop", "alpha")
+        assert stop.returncode == 0, stop.stderr
+        rc, err = dom.stop()
+        assert rc == 0, err
+        assert not os.path.exists(dom.sock), "the socket outlived its agent"
+
+
+def _hdr(t, length):
+    return struct.pack(HDR, MAGIC, VERSION, t, length, 0)
+
+
+def _join(nseats=2, nvcpus=2, weight=100, policy=b"pv", name=b"rogue"):
+    body = struct.pack("<IIII32s32s", nseats, nvcpus, weight, 0, policy, name)
+    return _hdr(JOIN, 16 + len(body)) + body
+
+
+def _ask(path, msg):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(path)
+    s.send(msg)
+    reply = s.recv(70000)
+    after = s.recv(100)  # the agent closes a refused connection
+    s.close()
+    return reply, after
+
+
+def test_rogue_client_is_refused_and_nothing_else_changes():
+    with Domain("rogue", pcpus=2) as dom:
+        before = dom.status()
+        hostile = [
+            b"",                                        # an empty packet
+            b"\x00" * 16,                               # no magic
+            _join()[:40],                               # truncated JOIN
+            _join() + b"\x00",                          # one byte too many
+            _join(weight=0),                            # weight out of range
+            _join(nseats=0),                            # no seats
+            _join(nseats=5, nvcpus=4),                  # more seats than vCPUs
+            _join(policy=b"bogus"),                     # unknown policy
+            _join(name=b"a\x01b"),                      # not printable
+            _join(policy=b"pv\x00junk"),                # garbage after the NUL
+            _hdr(JOIN_OK, 16),                          # a message only agents send
+            _hdr(LEAVE, 16),                            # LEAVE without JOIN
+            struct.pack(HDR, MAGIC, 99, STATUS, 24, 0) + b"\x00" * 8,  # wrong version
+            _hdr(STATUS, 16 + 8) + b"\xff" * 8,         # unknown flags
+            b"\x56\x4d\x4d\x44" + b"\xff" * 5000,       # oversized
+        ]
+        for msg in hostile:
+            reply, after = _ask(dom.sock, msg) if msg else (None, None)
+            if msg:
+                assert len(reply) >= 16, (msg[:20], reply)
+                magic, ver, typ, length, _ = struct.unpack(HDR, reply[:16])
+                assert typ == ERROR and length == len(reply), (msg[:20], typ)
+                assert after == b"", "a refused connection must be closed"
+        p = dom.p.poll()
+        assert p is None, "the agent died of a hostile message"
+        after = dom.status()
+        assert after["members"] == before["members"] == [] and after["slots"] == before["slots"], after
+        assert after["refused"] >= before["refused"] + len(hostile) - 1, after
+
+        # a member that joins for real and then writes garbage into its own words
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(5)
+        s.connect(dom.sock)
+        s.send(_join())
+        msg, fds, _, _ = socket.recv_fds(s, 4096, 3)
+        assert struct.unpack(HDR, msg[:16])[2] == JOIN_OK and len(fds) == 3, msg[:16]
+        req_fd, grant_fd, bell = fds
+        req = mmap.mmap(req_fd, os.fstat(req_fd).st_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        try:
+            mmap.mmap(grant_fd, os.fstat(grant_fd).st_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            assert False, "the grant segment must not be writable by its member"
+        except PermissionError:
+            pass
+        for junk in (0xFFFFFFFF, 3, 0x12345678 << 2 | 1, 7 << 2):
+            for seat in range(2):
+                struct.pack_into("<I", req, 64 * (1 + seat), junk & 0xFFFFFFFF)
+            os.write(bell, struct.pack("<Q", 1))
+            time.sleep(0.05)
+        st = dom.status()
+        assert len(st["members"]) == 1 and st["members"][0]["bad_words"] > 0, st
+        held = [sl for sl in st["slots"] if sl["member"] is not None]
+        assert len(held) <= 2 and st["members"][0]["held"] == len(held), st
+        s.close()
+        time.sleep(0.3)
+        st = dom.status()
+        assert st["members"] == [] and all(sl["member"] is None for sl in st["slots"]), st
+        for fd in (req_fd, grant_fd, bell):
+            os.close(fd)
+        req.close()
+        assert dom.p.poll() is None
+
+
+# ---- with KVM ----
+
+def _running_spans(trace_path):
+    """[(start_ns, end_ns)] of every vCPU's "running" spans on CLOCK_MONOTONIC."""
+    with open(trace_path) as f:
+        t = json.load(f)
+    t0 = t["otherData"]["t0_monotonic_ns"]
+    spans = []
+    for e in t["traceEvents"]:
+        if e.get("ph") == "X" and e.get("pid") == 1 and e.get("name") == "running":
+            a = t0 + e["ts"] * 1000
+            spans.append((a, a + e["dur"] * 1000))
+    return spans
+
+
+def _max_overlap(spans):
+    ev = []
+    for a, b in spans:
+        ev.append((a, 1))
+        ev.append((b, -1))
+    ev.sort(key=lambda x: (x[0], x[1]))  # an end and a start at one instant: the end first
+    n = best = 0
+    for _, d in ev:
+        n += d
+        best = max(best, n)
+    return best
+
+
+def _members_share_two_slots(k):
+    with Domain("share%d" % k, pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
+        procs = []
+        for i in range(k):
+            j, t = os.path.join(d, "r%d.json" % i), os.path.join(d, "t%d.json" % i)
+            procs.append((dom.member("-c", "4", "--lock", "ticket", "--duration", "1s", "--name", "vm%d" % i,
+                                     json_path=j, trace=t), j, t))
+        time.sleep(0.3)
+        st = dom.status()
+        spans = []
+        for p, j, t in procs:
+            rc, out, err = _finish(p)
+            assert rc == 0, (rc, err[-2000:])
+            rep = _report(j)
+            check_mutual_exclusion(rep)
+            assert rep["domain"]["grants"] > 0 and rep["domain"]["agent_lost"] is False, rep["domain"]
+            spans += _running_spans(t)
+        assert len(st["members"]) == k or any(p.poll() is not None for p, _, _ in procs), st
+        assert len(spans) > k * 4, len(spans)
+        assert _max_overlap(spans) <= 2, "more than 2 vCPUs of the domain held a slot at once"
+        return spans
+
+
+@harness.nested_stage
+def test_two_members_on_two_slots():
+    need_kvm()
+    _members_share_two_slots(2)
+
+
+@harness.nested_stage
+def test_four_members_on_two_slots():
+    need_kvm()
+    _members_share_two_slots(4)
+
+
+def _slot_ns(st):
+    return {m["vm"]: m["slot_ns"] for m in st["members"]}
+
+
+@harness.nested_stage
+def test_sigkill_of_a_member_gives_its_share_to_the_others():
+    need_kvm()
+    with Domain("kill", pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
+        procs = [dom.member("-c", "2", "--lock", "tas", "--pv-spinlock", "off", "--duration", "4s", "--name",
+                            "vm%d" % i, json_path=os.path.join(d, "r%d.json" % i)) for i in range(3)]
+        time.sleep(1.0)
+        a = dom.status()
+        time.sleep(0.5)
+        b = dom.status()
+        procs[2].send_signal(signal.SIGKILL)
+        procs[2].wait()
+        deadline = time.time() + 2
+        while time.time() < deadline and len(dom.status()["members"]) == 3:
+            time.sleep(0.02)
+        c = dom.status()
+        assert [m["vm"] for m in c["members"]] == ["vm0", "vm1"], c
+        time.sleep(0.5)
+        e = dom.status()
+        for i in range(2):
+            p = procs[i]
+            rc, out, err = _finish(p)
+            assert rc == 0, err[-2000:]
+            check_mutual_exclusion(_report(os.path.join(d, "r%d.json" % i)))
+        before = sum(_slot_ns(b)["vm%d" % i] - _slot_ns(a)["vm%d" % i] for i in range(2)) / (b["uptime_ns"] - a["uptime_ns"])
+        after = sum(_slot_ns(e)["vm%d" % i] - _slot_ns(c)["vm%d" % i] for i in range(2)) / (e["uptime_ns"] - c["uptime_ns"])
+        assert after > before * 1.15, (before, after)
+
+
+@harness.nested_stage
+def test_killed_agent_leaves_members_running_and_says_so():
+    need_kvm()
+    with Domain("orphan", pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
+        procs = [dom.member("-c", "2", "--lock", "ticket", "--duration", "2s",
+                            json_path=os.path.join(d, "r%d.json" % i)) for i in range(2)]
+        time.sleep(0.5)
+        dom.p.send_signal(signal.SIGKILL)
+        dom.p.wait()
+        for i, p in enumerate(procs):
+            rc, out, err = _finish(p)
+            assert rc == 0, err[-2000:]
+            rep = _report(os.path.join(d, "r%d.json" % i))
+            check_mutual_exclusion(rep)
+            assert rep["domain"]["agent_lost"] is True, rep["domain"]
+            assert "agent lost" in err and "host scheduler" in err, err
+        # a new agent takes the name over from the dead one
+        again = subprocess.Popen([harness.vmm_path(), "domain", "start", "orphan", "--pcpus", "1"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dom.env)
+        assert "socket" in again.stdout.readline()
+        again.send_signal(signal.SIGTERM)
+        assert again.wait(timeout=10) == 0
+
+
+@harness.nested_stage
+def test_sigstopped_member_cannot_keep_a_slot():
+    need_kvm()
+    with Domain("stop", pcpus=2, extra=("--slice-us", "5000", "--grace-us", "5000")) as dom, \
+            tempfile.TemporaryDirectory() as d:
+        procs = [dom.member("-c", "2", "--lock", "tas", "--pv-spinlock", "off", "--duration", "3s", "--name",
+                            "vm%d" % i, json_path=os.path.join(d, "r%d.json" % i)) for i in range(2)]
+        time.sleep(0.8)
+        procs[1].send_signal(signal.SIGSTOP)
+        time.sleep(0.3)
+        a = dom.status()
+        time.sleep(0.5)
+        b = dom.status()
+        procs[1].send_signal(signal.SIGCONT)
+        stopped = next(m for m in b["members"] if m["vm"] == "vm1")
+        running = next(m for m in b["members"] if m["vm"] == "vm0")
+        # while stopped: nothing held by vm1 past the hard deadline, and vm0 got both slots
+        assert stopped["held"] == 0, b
+        grew = _slot_ns(b)["vm0"] - _slot_ns(a)["vm0"]
+        assert grew > 0.7 * 2 * (b["uptime_ns"] - a["uptime_ns"]), (grew, a, b)
+        for i, p in enumerate(procs):
+            rc, out, err = _finish(p)
+            assert rc == 0, err[-2000:]
+            check_mutual_exclusion(_report(os.path.join(d, "r%d.json" % i)))
+
+
+@harness.nested_stage
+def test_weights_one_to_two_give_shares_one_to_two():
+    need_kvm()
+    with Domain("weights", pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
+        procs = [dom.member("-c", "2", "--lock", "tas", "--pv-spinlock", "off", "--duration", "4s", "--name",
+                            "w%d" % w, "--weight", str(w), json_path=os.path.join(d, "r%d.json" % w))
+                 for w in (100, 200)]
+        time.sleep(1.0)
+        a = dom.status()
+        time.sleep(2.0)
+        b = dom.status()
+        for p in procs:
+            rc, out, err = _finish(p)
+            assert rc == 0, err[-2000:]
+        da, db = (_slot_ns(b)[n] - _slot_ns(a)[n] for n in ("w100", "w200"))
+        share = db / (da + db)
+        assert abs(share - 2 / 3) <= 0.05 * 2 / 3, (da, db, share)
+
+
+@harness.nested_stage
+def test_policy_changed_live_is_applied_and_marked():
+    need_kvm()
+    with Domain("live", pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
+        j, t = os.path.join(d, "r.json"), os.path.join(d, "t.json")
+        p = dom.member("-c", "4", "--lock", "ticket", "--yield", "pv", "--duration", "2s", json_path=j, trace=t)
+        time.sleep(0.6)
+        s = dom.vmm("domain", "set", "live", "0", "--yield", "directed", "--weight", "300")
+        assert s.returncode == 0 and "changed at" in s.stdout, s
+        time.sleep(0.3)
+        st = dom.status()
+        m = st["members"][0]
+        assert m["policy"] == "directed" and m["policy_applied"] and m["weight"] == 300, m
+        rc, out, err = _finish(p)
+        assert rc == 0, err[-2000:]
+        rep = _report(j)
+        ch = rep["domain"]["policy_changes"]
+        assert len(ch) == 1 and ch[0]["policy"] == "directed" and 0 < ch[0]["at_s"] < 2.5, ch
+        with open(t) as f:
+            names = {e.get("name") for e in json.load(f)["traceEvents"]}
+        assert any(n and n.startswith("yield policy") for n in names), sorted(n for n in names if n)[:40]
