@@ -19,7 +19,7 @@
 #define MAXV 12
 #define MAXS 4
 
-static long tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies;
+static long tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks;
 
 struct fake {
 	struct sched_hint h[MAXV];
@@ -34,6 +34,7 @@ struct fake {
 	int demands;            /* SLOT_DEMANDs in the last batch */
 	int demand;             /* the last one's value; -1: none */
 	int ntrace_policy, last_policy_arg;
+	bool blocked[MAXV];     /* "halted in the host kernel" (parking) */
 	uint64_t rng;
 };
 
@@ -48,6 +49,11 @@ static uint64_t rnd(struct fake *f)
 static void fake_hint(void *p, int v, struct sched_hint *out)
 {
 	*out = ((struct fake *)p)->h[v];
+}
+
+static bool fake_blocked(void *p, int v)
+{
+	return ((struct fake *)p)->blocked[v];
 }
 
 static void fake_trace(void *p, enum sched_trace_ev ev, int v, int arg, uint64_t now)
@@ -98,8 +104,10 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 		case SCHED_ACT_SET_KICK_PENDING:
 			f->kick_pending[a.v] = a.val;
 			break;
-		case SCHED_ACT_WAKE_ALL:
 		case SCHED_ACT_PARK:
+			tot_parks++;
+			break;
+		case SCHED_ACT_WAKE_ALL:
 			break;
 		case SCHED_ACT_SLOT_OFF:
 			CHECK(a.v == -1 && a.val >= 0 && a.val < c->nslots);
@@ -470,7 +478,7 @@ static void case_set_policy(void)
 struct run {
 	const char *pol;
 	int m, n, nvms;
-	bool sleepers, defer, slots_offline;
+	bool sleepers, defer, slots_offline, halts;
 	uint64_t seed;
 };
 
@@ -544,6 +552,12 @@ static void run_random(const struct run *r, int steps)
 	struct fake f;
 	struct sched_core *c = mk(r->pol, r->m, r->n, r->nvms, r->defer, r->slots_offline, &f);
 	f.rng = r->seed * 2654435761u + 1;
+	if (r->halts) {
+		/* parking frees slots too: a slot going off must go off then */
+		c->halt_check_ns = 300 * US;
+		c->next_halt_check = 300 * US;
+		sched_core_set_blocked_fn(c, fake_blocked, &f);
+	}
 	uint64_t now = 0;
 	long failed_before = n_fail;
 	bool stopped = false;
@@ -568,6 +582,11 @@ static void run_random(const struct run *r, int steps)
 		} else if (rnd(&f) % 8 == 0) {
 			now = next;
 			slot_event(c, &f, now);
+		} else if (r->halts && rnd(&f) % 16 == 0) {
+			/* a guest halts in, or wakes inside, the host kernel */
+			int v = (int)(rnd(&f) % (uint64_t)r->n);
+			f.blocked[v] = !f.blocked[v];
+			now = next;
 		} else if (!stopped && step > steps - 50 && rnd(&f) % 4 == 0) {
 			/* the end of a run: everyone is forced out, slots go off */
 			now = next;
@@ -602,7 +621,9 @@ static void run_random_all(void)
 			for (int n = 1; n <= 7; n += 2)
 				for (int mode = 0; mode < 4; mode++)
 					for (int off = 0; off <= 1; off++) {
-						struct run r = { *p, m, n, 1, mode & 1, mode & 2, off, seed++ };
+						struct run r = { *p, m, n, 1, mode & 1, mode & 2, off,
+								 ((seed * 2654435761u) >> 9) & 1, seed };
+						seed++;
 						if (!strcmp(*p, "gang"))
 							r.nvms = 1 + (int)(seed % 3);
 						if (r.nvms > n)
@@ -619,8 +640,8 @@ int main(void)
 	CASE(case_demand());
 	CASE(case_set_policy());
 	run_random_all();
-	fprintf(stderr, "random runs: %ld events, %ld grants, %ld slots gone offline, %ld demands, %ld policy switches\n",
-		tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies);
+	fprintf(stderr, "random runs: %ld events, %ld grants, %ld slots gone offline, %ld demands, %ld policy switches, %ld parks\n",
+		tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks);
 	fprintf(stderr, "%ld invariant checks passed, %ld failed\n", n_pass, n_fail);
 	printf("%ld passed, %ld failed\n", cases_pass, cases_fail);
 	return n_fail != 0;
