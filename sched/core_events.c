@@ -381,10 +381,13 @@ void sched_core_resumed(struct sched_core *c, int v, uint64_t now)
 		return;
 	x->resume_due = false;
 	/* A slice that ended before the guest ran again was not its slice. */
-	/* ... but a slot going offline must still be given back. */
-	bool dropped = x->preempt_pending && !sc_leaving(c, v);
+	bool dropped = x->preempt_pending;
 	if (dropped)
 		sc_set_pending(c, v, false);
 	if (dropped || x->fresh_slice)
 		c->slot[x->slot].slice_start = now;
+	/* A slot going offline must still be given back: ask anew, with a
+	 * new number the guest can see (ABI.md 7). */
+	if (dropped && sc_leaving(c, v))
+		sched_core_request_preempt(c, v, now);
 }
