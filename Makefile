@@ -103,7 +103,7 @@ SAN_BUILD  := build-san
 TSAN_BUILD := build-tsan
 FUZZ_BUILD := build-fuzz
 TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan
-TSAN_UNITS := test_sched_core test_sched_threads test_vcpu_kick
+TSAN_UNITS := test_sched_core test_sched_slots test_sched_threads test_vcpu_kick
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

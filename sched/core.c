@@ -145,6 +145,12 @@ void sc_make_runnable(struct sched_core *c, int v, bool front, uint64_t now)
 	q_push(c, v, front);
 }
 
+void sc_requeue_front(struct sched_core *c, int v)
+{
+	q_remove(c, v);
+	q_push(c, v, true);
+}
+
 /* fresh: a new slice starts; otherwise v inherits the rest of the slot's
  * slice, so chains of hand-offs cannot keep a slot from the queue. */
 void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
@@ -176,6 +182,13 @@ void sc_release(struct sched_core *c, int v, int to, uint64_t now)
 	x->preempt_req = false;
 	x->handoff_to = -1;
 	sc_set_pending(c, v, false);
+	if (c->slot[slot].state == SCHED_SLOT_GOING_OFF) {
+		/* The slot leaves with v: a receiver is first in line instead. */
+		if (to >= 0 && to != v && c->v[to].state == SCHED_ST_RUNNABLE)
+			sc_requeue_front(c, to);
+		sc_slot_freed(c, slot, now);
+		return;
+	}
 	if (to >= 0 && to != v && c->v[to].state == SCHED_ST_RUNNABLE) {
 		sc_grant(c, to, slot, false, now);
 		x->st.yields_given++;
@@ -225,7 +238,7 @@ void sc_fill_slots(struct sched_core *c, uint64_t now)
 	if (c->stopping || c->deadlock)
 		return;
 	for (int s = 0; s < c->nslots && c->nrunnable > 0; s++) {
-		if (c->slot[s].vcpu >= 0)
+		if (c->slot[s].vcpu >= 0 || !sched_core_slot_usable(c, s))
 			continue;
 		int v = pick(c, s, now);
 		if (v < 0 || c->v[v].state != SCHED_ST_RUNNABLE)
@@ -301,6 +314,8 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	c->defer = p->defer;
 	c->halt_check_ns = p->halt_check_ns;
 	c->spin_sources = p->spin_sources;
+	c->slots_offline = p->slots_offline;
+	c->demand = -1;
 	c->pol = pol;
 	c->rng = p->seed;
 	c->hint = hint;
@@ -314,8 +329,11 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	c->act = calloc((size_t)c->act_cap, sizeof(*c->act));
 	if (!c->v || !c->slot || !c->act)
 		goto oom;
-	for (int s = 0; s < c->nslots; s++)
+	for (int s = 0; s < c->nslots; s++) {
 		c->slot[s].vcpu = -1;
+		c->slot[s].state = p->slots_offline ? SCHED_SLOT_OFFLINE : SCHED_SLOT_ONLINE;
+	}
+	c->nusable = p->slots_offline ? 0 : c->nslots;
 	/* Every vCPU starts RUNNABLE, queued in index order: its thread may
 	 * be granted a slot before it first calls enter. */
 	for (int v = 0; v < c->nvcpus; v++) {
@@ -328,8 +346,11 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 		c->nrunnable++;
 		q_push(c, v, false);
 	}
-	if (pol->init && pol->init(c) < 0)
+	if (pol->init && pol->init(c) < 0) {
+		if (pol->fini)
+			pol->fini(c); /* what a half-done init allocated */
 		goto oom;
+	}
 	return c;
 oom:
 	*why = "out of memory";
@@ -354,7 +375,7 @@ void sched_core_destroy(struct sched_core *c)
 
 void sched_core_start(struct sched_core *c, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	if (c->started)
 		return;
 	c->started = true;
@@ -377,7 +398,8 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 		const struct sched_vcore *x = &c->v[v];
 		if (x->state == SCHED_ST_WAITING && x->wait_deadline < d)
 			d = x->wait_deadline;
-		if (x->state == SCHED_ST_RUNNING && sc_outgoing(x))
+		/* a holder leaving a GOING_OFF slot frees nothing for the queue */
+		if (x->state == SCHED_ST_RUNNING && sc_outgoing(x) && !sc_leaving(c, v))
 			nout++;
 		if (x->state == SCHED_ST_RUNNING && x->preempt_pending && !x->preempt_req) {
 			if (x->defer_deadline < d)

@@ -19,6 +19,16 @@
  * never delayed by the scheduler. Any return of a parked vCPU's thread to
  * userspace (PARK makes it come to sched_core_yield) also unparks it.
  *
+ * Slots that come and go (params.slots_offline; a domain member's seats):
+ * each slot is ONLINE, GOING_OFF or OFFLINE. Only an ONLINE slot is ever
+ * granted. sched_core_slot_offline frees a free slot at once; a held one
+ * goes GOING_OFF, its holder is asked to leave as at a slice end, and
+ * whatever way it gives the slot back (yield, wait, halt, done, park, a
+ * hand-off, whose receiver is queued at the front instead) the slot goes
+ * OFFLINE, never to anyone else. Each time a slot goes OFFLINE the core
+ * emits SLOT_OFF; and after every event, when it changed, SLOT_DEMAND with
+ * min(nslots, nrunning + nrunnable): how many slots it could use now.
+ *
  * Invariant: at most npcpus vCPUs are RUNNING. A RUNNING vCPU keeps its slot
  * until its own thread gives it back (sched_core_yield and friends), so a
  * FORCE_EXIT'ed vCPU still counts until it has really left guest mode.
@@ -53,6 +63,8 @@ enum sched_action_kind {
 					  mode: its next exit must yield (no
 					  forced exit) */
 	SCHED_ACT_SET_KICK_PENDING,    /* shared-page flag := val */
+	SCHED_ACT_SLOT_OFF,            /* slot val is offline now (v = -1) */
+	SCHED_ACT_SLOT_DEMAND,         /* val slots could be used now (v = -1) */
 };
 
 struct sched_action {
@@ -88,9 +100,16 @@ struct sched_vcore {
 	struct sched_vcpu_stats st;
 };
 
+enum sched_slot_state {
+	SCHED_SLOT_ONLINE,       /* may be granted (0: the default) */
+	SCHED_SLOT_GOING_OFF,    /* held; offline once its holder gives it back */
+	SCHED_SLOT_OFFLINE,      /* free, and never granted */
+};
+
 struct sched_slot {
 	int vcpu;                /* -1: free */
 	uint64_t slice_start;
+	enum sched_slot_state state;
 };
 
 struct sched_core {
@@ -104,6 +123,9 @@ struct sched_core {
 	struct sched_slot *slot;
 	int qhead, qtail;
 	int nrunnable, nrunning;
+	int nusable;             /* ONLINE slots */
+	bool slots_offline;      /* params.slots_offline: slot actions on */
+	int demand;              /* the last SLOT_DEMAND's val; -1: none yet */
 	bool started, stopping, deadlock;
 	uint64_t last_now, next_hint_check;
 	uint64_t halt_check_ns, next_halt_check;
@@ -148,6 +170,17 @@ void sched_core_stop(struct sched_core *c, uint64_t now);
  * (the host wakes it); a preemption request made meanwhile is dropped, so
  * a vCPU never comes back to a preempt_pending it could not have seen. */
 void sched_core_resumed(struct sched_core *c, int v, uint64_t now);
+/* Slots coming and going (see above). A slot out of range is ignored.
+ * Online cancels a GOING_OFF (its holder still leaves as asked; the slot
+ * is then refilled as any freed slot). Offline of an OFFLINE slot emits
+ * SLOT_OFF again, so every offline request gets its answer. */
+void sched_core_slot_online(struct sched_core *c, int slot, uint64_t now);
+void sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now);
+/* Switches the yield policy live: -EINVAL for an unknown name (nothing
+ * changes), the new policy's init error (the old one stays), else 0. */
+int sched_core_set_policy(struct sched_core *c, const char *name, uint64_t now);
+/* NULL, or the invariant that does not hold (core_check.c). */
+const char *sched_core_check(const struct sched_core *c);
 
 /* Queries. */
 uint64_t sched_core_next_deadline(const struct sched_core *c);
@@ -156,6 +189,11 @@ void sched_core_stats(const struct sched_core *c, int v, uint64_t now,
 static inline enum sched_vstate sched_core_state(const struct sched_core *c, int v)
 {
 	return c->v[v].state;
+}
+
+static inline bool sched_core_slot_usable(const struct sched_core *c, int slot)
+{
+	return c->slot[slot].state == SCHED_SLOT_ONLINE;
 }
 
 /* The action list: read, execute in order, clear. */

@@ -53,7 +53,8 @@ static void slice_ends(struct sched_core *c, uint64_t now)
 	int budget = c->nrunnable;
 	for (int s = 0; s < c->nslots; s++) {
 		int v = c->slot[s].vcpu;
-		if (v >= 0 && sc_outgoing(&c->v[v]))
+		/* a GOING_OFF slot's holder leaves, but the queue gets nothing */
+		if (v >= 0 && sc_outgoing(&c->v[v]) && !sc_leaving(c, v))
 			budget--;
 	}
 	/* Oldest slice first, and no more preemptions than there are
@@ -89,7 +90,7 @@ static void deferrals(struct sched_core *c, uint64_t now)
 		if (v < 0 || !c->v[v].preempt_pending || c->v[v].preempt_req)
 			continue;
 		struct sched_vcore *x = &c->v[v];
-		if (c->nrunnable == 0) {
+		if (c->nrunnable == 0 && !sc_leaving(c, v)) {
 			sc_set_pending(c, v, false); /* nobody left to give it to */
 		} else if (now >= x->defer_deadline) {
 			x->st.deferrals_hard++;
@@ -117,7 +118,8 @@ static void spin_event(struct sched_core *c, int v, int target, bool in_guest,
 		target = sched_core_get_hint(c, v).waiting_for;
 	if (target >= c->nvcpus)
 		target = -1;
-	if (!c->pol->on_spin || c->nrunnable == 0)
+	/* A slot going offline passes to nobody. */
+	if (!c->pol->on_spin || c->nrunnable == 0 || sc_leaving(c, v))
 		return;
 	int to = c->pol->on_spin(c, v, target, now);
 	if (to < 0 || to == v || c->v[to].state != SCHED_ST_RUNNABLE)
@@ -165,7 +167,7 @@ static void end(struct sched_core *c, uint64_t now)
 
 void sched_core_tick(struct sched_core *c, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	if (c->stopping || c->deadlock)
 		return;
 	for (int v = 0; v < c->nvcpus; v++) {
@@ -186,7 +188,7 @@ void sched_core_tick(struct sched_core *c, uint64_t now)
 
 void sched_core_yield(struct sched_core *c, int v, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	struct sched_vcore *x = &c->v[v];
 	/* The thread is out of guest mode now, whatever it was told before. */
 	x->unslotted = x->unslotted_forced = false;
@@ -206,7 +208,7 @@ void sched_core_yield(struct sched_core *c, int v, uint64_t now)
 void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 		     uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	struct sched_vcore *x = &c->v[v];
 	if (x->state != SCHED_ST_RUNNING)
 		return;
@@ -223,7 +225,7 @@ void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 
 void sched_core_spin_seen(struct sched_core *c, int v, unsigned source, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	struct sched_vcore *x = &c->v[v];
 	/* Seen from outside (a PLE tracepoint): v is in guest mode, so the
 	 * policy's answer goes through a forced exit, like a hint spin. */
@@ -235,11 +237,11 @@ void sched_core_spin_seen(struct sched_core *c, int v, unsigned source, uint64_t
 
 void sched_core_safe_point(struct sched_core *c, int v, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	struct sched_vcore *x = &c->v[v];
 	if (x->state != SCHED_ST_RUNNING)
 		return;
-	if (x->preempt_req || (x->preempt_pending && c->nrunnable > 0))
+	if (x->preempt_req || (x->preempt_pending && (c->nrunnable > 0 || sc_leaving(c, v))))
 		sched_core_yield(c, v, now);
 	else
 		sc_set_pending(c, v, false);
@@ -268,7 +270,7 @@ static int sleep_on(struct sched_core *c, int v, enum sched_vstate s,
 
 int sched_core_wait(struct sched_core *c, int v, uint64_t timeout_ns, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	c->v[v].st.waits++;
 	uint64_t dl = timeout_ns == SCHED_NO_TIMEOUT ? UINT64_MAX :
 		      (now + timeout_ns < now ? UINT64_MAX - 1 : now + timeout_ns);
@@ -277,7 +279,7 @@ int sched_core_wait(struct sched_core *c, int v, uint64_t timeout_ns, uint64_t n
 
 int sched_core_halt(struct sched_core *c, int v, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	return sleep_on(c, v, SCHED_ST_IDLE, UINT64_MAX, now);
 }
 
@@ -313,7 +315,7 @@ static void wake(struct sched_core *c, int from, int to, uint64_t now)
 
 void sched_core_kick(struct sched_core *c, int from, int to, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	if (to < 0 || to >= c->nvcpus)
 		return;
 	if (from >= 0)
@@ -326,14 +328,14 @@ void sched_core_kick(struct sched_core *c, int from, int to, uint64_t now)
 
 void sched_core_wake(struct sched_core *c, int v, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	wake(c, -1, v, now);
 	end(c, now);
 }
 
 void sched_core_done(struct sched_core *c, int v, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	struct sched_vcore *x = &c->v[v];
 	if (x->state == SCHED_ST_DONE)
 		return;
@@ -351,7 +353,7 @@ void sched_core_done(struct sched_core *c, int v, uint64_t now)
 
 void sched_core_stop(struct sched_core *c, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	if (c->stopping)
 		return;
 	c->stopping = true;
@@ -367,7 +369,7 @@ void sched_core_stop(struct sched_core *c, uint64_t now)
 
 void sched_core_resumed(struct sched_core *c, int v, uint64_t now)
 {
-	sc_begin(c, now);
+	SC_EVENT(c, now);
 	struct sched_vcore *x = &c->v[v];
 	if (x->kicked_at) {
 		sched_hist_add(&x->st.kick_latency, now > x->kicked_at ? now - x->kicked_at : 0);
@@ -384,4 +386,8 @@ void sched_core_resumed(struct sched_core *c, int v, uint64_t now)
 		sc_set_pending(c, v, false);
 	if (dropped || x->fresh_slice)
 		c->slot[x->slot].slice_start = now;
+	/* A slot going offline must still be given back: ask anew, with a
+	 * new number the guest can see (ABI.md 7). */
+	if (dropped && sc_leaving(c, v))
+		sched_core_request_preempt(c, v, now);
 }

@@ -13,11 +13,20 @@ void sc_set_preempted(struct sched_core *c, int v, bool on);
 void sc_set_pending(struct sched_core *c, int v, bool on);
 void sc_set_kick_pending(struct sched_core *c, int v, bool on);
 void sc_make_runnable(struct sched_core *c, int v, bool front, uint64_t now);
+void sc_requeue_front(struct sched_core *c, int v);
 void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now);
 void sc_release(struct sched_core *c, int v, int to, uint64_t now);
 void sc_fill_slots(struct sched_core *c, uint64_t now);
 void sc_check_deadlock(struct sched_core *c, uint64_t now);
 void sc_begin(struct sched_core *c, uint64_t now);
+/* Every public event: sc_begin now, sc_end_event on every way out. */
+void sc_end_event(struct sched_core *const *cp);
+#define SC_EVENT(c, now)                                                      \
+	__attribute__((cleanup(sc_end_event))) struct sched_core *const sc_ev_ = \
+		(c);                                                          \
+	sc_begin(sc_ev_, now)
+/* core_slots.c */
+void sc_slot_freed(struct sched_core *c, int slot, uint64_t now);
 /* core_halts.c */
 void sc_halt_checks(struct sched_core *c, uint64_t now);
 void sc_unpark(struct sched_core *c, int v, bool in_guest, uint64_t now);
@@ -33,6 +42,14 @@ static inline void sc_trace(struct sched_core *c, enum sched_trace_ev ev, int v,
 static inline bool sc_outgoing(const struct sched_vcore *x)
 {
 	return x->preempt_req || x->preempt_pending;
+}
+
+/* v holds a GOING_OFF slot: it must leave whether anyone queues or not. */
+static inline bool sc_leaving(const struct sched_core *c, int v)
+{
+	const struct sched_vcore *x = &c->v[v];
+	return x->state == SCHED_ST_RUNNING &&
+	       c->slot[x->slot].state == SCHED_SLOT_GOING_OFF;
 }
 
 #endif

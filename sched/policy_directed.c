@@ -6,6 +6,7 @@
  * every candidate spins we still pick one: with ticket locks the preempted
  * spinner may be the next ticket holder (lock-waiter preemption).
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "sched/policy.h"
@@ -34,7 +35,7 @@ static int directed_init(struct sched_core *c)
 {
 	int *lb = malloc(sizeof(int) * (size_t)c->nvms);
 	if (!lb)
-		return -1;
+		return -ENOMEM;
 	for (int i = 0; i < c->nvms; i++)
 		lb[i] = c->nvcpus - 1; /* first rotation starts at vCPU 0 */
 	c->pstate = lb;

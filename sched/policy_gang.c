@@ -19,7 +19,12 @@
  * A VM with more live vCPUs than slots cannot run whole. It then runs alone,
  * as many of its vCPUs as fit, round robin among them at slice ends; that
  * is the only case where part of a VM runs.
+ *
+ * "The M slots" are the ONLINE ones (c->nusable): when slots come or go
+ * (a domain member's seats) the set is made again at the next tick, the
+ * way a slice end makes it.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "sched/policy.h"
@@ -27,6 +32,7 @@
 struct gang {
 	bool have_set, oversize;
 	int next_vm;
+	int set_slots;    /* c->nusable when the set was made */
 	uint64_t start;
 	bool *in_set;
 	int *live, *want; /* scratch, per VM */
@@ -58,9 +64,9 @@ static void compute_set(struct sched_core *c, struct gang *g, uint64_t now)
 		if (first < 0) {
 			first = vm;
 			total = g->live[vm];
-			g->oversize = total > c->nslots;
+			g->oversize = total > c->nusable;
 			g->in_set[vm] = true;
-		} else if (!g->oversize && total + g->live[vm] <= c->nslots) {
+		} else if (!g->oversize && total + g->live[vm] <= c->nusable) {
 			total += g->live[vm];
 			g->in_set[vm] = true;
 		} else if (next < 0) {
@@ -73,6 +79,7 @@ static void compute_set(struct sched_core *c, struct gang *g, uint64_t now)
 		g->next_vm = (first + 1) % c->nvms;
 	g->start = now;
 	g->have_set = true;
+	g->set_slots = c->nusable;
 }
 
 /* Is there a runnable VM outside the set / inside it? */
@@ -92,13 +99,13 @@ static int gang_init(struct sched_core *c)
 {
 	struct gang *g = calloc(1, sizeof(*g));
 	if (!g)
-		return -1;
+		return -ENOMEM;
 	g->in_set = calloc((size_t)c->nvms, sizeof(bool));
 	g->live = calloc((size_t)c->nvms, sizeof(int));
 	g->want = calloc((size_t)c->nvms, sizeof(int));
 	c->pstate = g;
 	if (!g->in_set || !g->live || !g->want)
-		return -1;
+		return -ENOMEM;
 	return 0;
 }
 
@@ -123,7 +130,8 @@ static void gang_tick(struct sched_core *c, uint64_t now)
 	}
 	bool out, in;
 	wants(c, g, &out, &in);
-	if (!out || (in && now - g->start < c->slice_ns))
+	bool resized = g->set_slots != c->nusable;
+	if (!resized && (!out || (in && now - g->start < c->slice_ns)))
 		return;
 	compute_set(c, g, now);
 	for (int s = 0; s < c->nslots; s++) {
@@ -136,7 +144,7 @@ static void gang_tick(struct sched_core *c, uint64_t now)
 static uint64_t gang_deadline(const struct sched_core *c)
 {
 	struct gang *g = c->pstate;
-	if (!g->have_set)
+	if (!g->have_set || g->set_slots != c->nusable)
 		return c->last_now;
 	bool out, in;
 	wants(c, g, &out, &in);

@@ -35,8 +35,11 @@ struct sched {
 	pthread_mutex_t mu;
 	struct sched_core *c;
 	struct svcpu *vc;
-	int *host_cpu;        /* NULL: no pinning */
+	int *host_cpu;        /* [nslots], -1: don't pin; set per grant of a seat */
 	int efd;
+	_Atomic(const char *) policy; /* the current policy's name, read lock-free */
+	void (*slot_cb)(void *ctx, enum sched_action_kind kind, int val);
+	void *slot_ctx;
 	uint64_t reported;    /* the deadline the event loop last saw */
 	void (*deadlock_cb)(void *ctx);
 	void *deadlock_ctx;
@@ -80,12 +83,12 @@ struct sched *sched_create(const struct sched_params *p, const char **why)
 	s->vc = calloc((size_t)p->nvcpus, sizeof(*s->vc));
 	if (!s->vc)
 		goto oom;
-	if (p->host_cpu) {
-		s->host_cpu = malloc(sizeof(int) * (size_t)p->npcpus);
-		if (!s->host_cpu)
-			goto oom;
-		memcpy(s->host_cpu, p->host_cpu, sizeof(int) * (size_t)p->npcpus);
-	}
+	s->host_cpu = malloc(sizeof(int) * (size_t)p->npcpus);
+	if (!s->host_cpu)
+		goto oom;
+	for (int i = 0; i < p->npcpus; i++)
+		s->host_cpu[i] = p->host_cpu ? p->host_cpu[i] : -1;
+	atomic_init(&s->policy, s->c->pol->name);
 	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (s->efd < 0) {
 		*why = "eventfd failed";
@@ -137,7 +140,7 @@ void sched_set_deadlock_cb(struct sched *s, void (*cb)(void *ctx), void *ctx)
 static void pin(struct sched *s, int v, int slot)
 {
 	struct svcpu *x = &s->vc[v];
-	if (!s->host_cpu || !x->has_thread || slot < 0 || s->host_cpu[slot] < 0 ||
+	if (!x->has_thread || slot < 0 || s->host_cpu[slot] < 0 ||
 	    s->host_cpu[slot] == x->pinned_cpu)
 		return;
 	cpu_set_t set;
@@ -184,6 +187,11 @@ static void run_actions(struct sched *s)
 		case SCHED_ACT_SET_KICK_PENDING:
 			if (x->ops->set_kick_pending)
 				x->ops->set_kick_pending(x->opaque, a->val);
+			break;
+		case SCHED_ACT_SLOT_OFF:
+		case SCHED_ACT_SLOT_DEMAND:
+			if (s->slot_cb)
+				s->slot_cb(s->slot_ctx, a->kind, a->val);
 			break;
 		case SCHED_ACT_WAKE_ALL:
 			for (int v = 0; v < c->nvcpus; v++)
@@ -382,5 +390,52 @@ int sched_nvcpus(const struct sched *s)
 
 const char *sched_policy_name(const struct sched *s)
 {
-	return s->c->pol->name;
+	return atomic_load_explicit(&((struct sched *)s)->policy, memory_order_acquire);
+}
+
+void sched_set_slot_cb(struct sched *s, void (*cb)(void *ctx, enum sched_action_kind kind, int val),
+		       void *ctx)
+{
+	pthread_mutex_lock(&s->mu);
+	s->slot_cb = cb;
+	s->slot_ctx = ctx;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sched_slot_online(struct sched *s, int slot, int host_cpu)
+{
+	uint64_t now = lock(s);
+	/* Before the grants: each one pins its thread to this CPU. */
+	if (slot >= 0 && slot < s->c->nslots)
+		s->host_cpu[slot] = host_cpu;
+	sched_core_slot_online(s->c, slot, now);
+	run_actions(s);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sched_slot_offline(struct sched *s, int slot)
+{
+	sched_core_slot_offline(s->c, slot, lock(s));
+	run_actions(s);
+	pthread_mutex_unlock(&s->mu);
+}
+
+int sched_set_policy(struct sched *s, const char *name)
+{
+	int r = sched_core_set_policy(s->c, name, lock(s));
+	if (!r)
+		atomic_store_explicit(&s->policy, s->c->pol->name, memory_order_release);
+	run_actions(s);
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+int sched_slots_online(struct sched *s)
+{
+	pthread_mutex_lock(&s->mu);
+	int n = 0;
+	for (int i = 0; i < s->c->nslots; i++)
+		n += s->c->slot[i].state != SCHED_SLOT_OFFLINE;
+	pthread_mutex_unlock(&s->mu);
+	return n;
 }

@@ -54,6 +54,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sched/core.h"
 #include "sched/types.h"
 
 /* Per-vCPU callbacks; any may be NULL (reads as 0 / false / -1). The reads
@@ -119,6 +120,26 @@ int sched_wake_fd(struct sched *s);
 void sched_stats(struct sched *s, int v, struct sched_vcpu_stats *out);
 bool sched_deadlocked(struct sched *s);
 int sched_nvcpus(const struct sched *s);
+/* The current policy; follows sched_set_policy (lock-free read). */
 const char *sched_policy_name(const struct sched *s);
+
+/*
+ * Slots as seats (params.slots_offline; see core.h). online: the slot may
+ * be used, its threads pinned to host_cpu (-1: don't pin; it may differ at
+ * each grant of the seat). offline: free slots go at once, a held one when
+ * its vCPU leaves (forced out as at a slice end). The callback gets every
+ * SLOT_OFF (val = slot) and SLOT_DEMAND (val = slots wanted) in order,
+ * with the scheduler's mutex held: it must not call into the scheduler
+ * (queue the news and act on it elsewhere). A vCPU waiting for a seat
+ * blocks in enter/yield like any queued one; that is no deadlock.
+ */
+void sched_set_slot_cb(struct sched *s, void (*cb)(void *ctx, enum sched_action_kind kind, int val),
+		       void *ctx);
+void sched_slot_online(struct sched *s, int slot, int host_cpu);
+void sched_slot_offline(struct sched *s, int slot);
+/* -EINVAL (unknown name, nothing changed), the policy's init error, or 0. */
+int sched_set_policy(struct sched *s, const char *name);
+/* Slots online or going off, for reports. */
+int sched_slots_online(struct sched *s);
 
 #endif

@@ -49,7 +49,10 @@ enum sched_trace_ev {
 	SCHED_TR_YIELD,       /* v gave its slot to arg */
 	SCHED_TR_SPIN,        /* spin event on v, named target arg */
 	SCHED_TR_DEADLOCK,    /* every live vCPU waits forever; v = -1 */
-	SCHED_TR_COUNT,
+	SCHED_TR_SLOT_ON,     /* slot arg came online; v = -1 */
+	SCHED_TR_SLOT_OFF,    /* slot arg went offline; v = -1 */
+	SCHED_TR_POLICY,      /* the policy changed to sched_policy_names()[arg]; v = -1 */
+	SCHED_TR_COUNT,       /* keep last */
 };
 
 typedef void (*sched_trace_fn)(void *ctx, enum sched_trace_ev ev, int v, int arg,
@@ -72,6 +75,10 @@ struct sched_params {
 	/* How often to ask whether a vCPU is blocked inside the host kernel
 	 * (a guest HLT with an in-kernel irqchip); 0: never. See core.h. */
 	uint64_t halt_check_ns;
+	/* Slots come and go (a domain member's seats, see core.h): every slot
+	 * starts offline until sched_core_slot_online. false: all online
+	 * for good, and no slot actions are ever emitted. */
+	bool slots_offline;
 	sched_trace_fn trace;    /* optional */
 	void *trace_ctx;
 };

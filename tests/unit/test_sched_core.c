@@ -86,6 +86,10 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 		case SCHED_ACT_WAKE_ALL:
 			f->wake_all = a.val;
 			break;
+		case SCHED_ACT_SLOT_OFF:
+		case SCHED_ACT_SLOT_DEMAND:
+			CHECK(!"slot actions without slots_offline"); /* test_sched_slots.c */
+			break;
 		case SCHED_ACT_SET_KICK_PENDING:
 			CHECK(f->kick_pending[a.v] != (bool)a.val);
 			f->kick_pending[a.v] = a.val;

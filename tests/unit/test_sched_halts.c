@@ -83,6 +83,10 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 			f->yield_req[a.v] = true;
 			f->parks[a.v]++;
 			break;
+		case SCHED_ACT_SLOT_OFF:
+		case SCHED_ACT_SLOT_DEMAND:
+			CHECK(!"slot actions without slots_offline"); /* test_sched_slots.c */
+			break;
 		case SCHED_ACT_SET_PREEMPTED:
 		case SCHED_ACT_SET_PREEMPT_PENDING:
 		case SCHED_ACT_SET_KICK_PENDING:

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sched/policy.h"
 #include "sched/sched.h"
 
 static atomic_long n_pass, n_fail;
@@ -595,6 +596,197 @@ static void test_parking(void)
 	cur_case[0] = 0;
 }
 
+/* ---- seats: slots toggled from another thread while vCPUs run ---- */
+
+/*
+ * seats counts the slots online or going off, as the toggler and the slot
+ * callback see them: +1 before a slot is put online, -1 at its SLOT_OFF.
+ * A thread in "guest mode" holds a slot that cannot go offline before it
+ * leaves, so in_guest_now <= seats must hold at every moment; both are
+ * changed under seat_mu to check it exactly.
+ */
+static pthread_mutex_t seat_mu = PTHREAD_MUTEX_INITIALIZER;
+static int seats, in_guest_now, max_in_guest; /* under seat_mu */
+static bool off_pending[MAXV];                 /* under seat_mu */
+static atomic_int seat_demand;
+
+static void seat_cb(void *ctx, enum sched_action_kind kind, int val)
+{
+	(void)ctx;
+	if (kind == SCHED_ACT_SLOT_DEMAND) {
+		atomic_store(&seat_demand, val);
+		return;
+	}
+	CHECK(kind == SCHED_ACT_SLOT_OFF);
+	pthread_mutex_lock(&seat_mu);
+	CHECK(off_pending[val]);
+	off_pending[val] = false;
+	seats--;
+	CHECK(in_guest_now <= seats);
+	pthread_mutex_unlock(&seat_mu);
+}
+
+static void seat_enter_guest(int delta)
+{
+	pthread_mutex_lock(&seat_mu);
+	in_guest_now += delta;
+	CHECK(in_guest_now <= seats);
+	if (in_guest_now > max_in_guest)
+		max_in_guest = in_guest_now;
+	pthread_mutex_unlock(&seat_mu);
+}
+
+static void *seat_main(void *arg)
+{
+	struct fv *f = arg;
+	unsigned seed = (unsigned)f->id * 7919u + 3;
+	int r = sched_vcpu_enter(f->s, f->id);
+	while (r == 0) {
+		seat_enter_guest(1);
+		long n = 0;
+		while (!atomic_load_explicit(&f->force, memory_order_acquire) &&
+		       !atomic_load(&stop_flag) && ++n % 4096)
+			atomic_fetch_add_explicit(&f->progress, 1, memory_order_relaxed);
+		seat_enter_guest(-1);
+		atomic_store(&f->force, 0);
+		if (n % 4096 == 0 && rand_r(&seed) % 8 == 0) {
+			r = sched_vcpu_spin(f->s, f->id, -1, SCHED_SPIN_YIELD);
+			continue;
+		}
+		if (sched_vcpu_after_exit(f->s, f->id))
+			r = sched_vcpu_yield_slot(f->s, f->id);
+		else if (atomic_load(&stop_flag))
+			break;
+	}
+	atomic_store(&f->result, r);
+	sched_vcpu_done(f->s, f->id);
+	return NULL;
+}
+
+/* The domain's side: put a slot online only once its last offline is done. */
+static bool seat_online(struct sched *s, int slot, int host_cpu)
+{
+	pthread_mutex_lock(&seat_mu);
+	bool ok = !off_pending[slot];
+	if (ok)
+		seats++;
+	pthread_mutex_unlock(&seat_mu);
+	if (ok)
+		sched_slot_online(s, slot, host_cpu);
+	return ok;
+}
+
+static void seat_offline(struct sched *s, int slot)
+{
+	pthread_mutex_lock(&seat_mu);
+	off_pending[slot] = true;
+	pthread_mutex_unlock(&seat_mu);
+	sched_slot_offline(s, slot);
+}
+
+static int seats_now(void)
+{
+	pthread_mutex_lock(&seat_mu);
+	int n = seats;
+	pthread_mutex_unlock(&seat_mu);
+	return n;
+}
+
+static long total_progress(int n)
+{
+	long t = 0;
+	for (int v = 0; v < n; v++)
+		t += atomic_load(&fvs[v].progress);
+	return t;
+}
+
+static void test_seats(const char *pol, int m, int n)
+{
+	snprintf(cur_case, sizeof(cur_case), " in seats(%s m=%d n=%d)", pol, m, n);
+	struct sched_params p = {
+		.nvcpus = n, .npcpus = m, .policy = pol, .slice_ns = 1000000,
+		.spin_sources = SCHED_SPIN_ALL, .seed = 7, .slots_offline = true,
+	};
+	struct sched *s = mk_params(&p);
+	seats = in_guest_now = max_in_guest = 0;
+	memset(off_pending, 0, sizeof(off_pending));
+	atomic_store(&seat_demand, -1);
+	sched_set_slot_cb(s, seat_cb, NULL);
+	sched_start(s);
+	ticker_start(s);
+	for (int v = 0; v < n; v++)
+		pthread_create(&fvs[v].th, NULL, seat_main, &fvs[v]);
+	/* No seat: nothing runs, and waiting for one is no deadlock. */
+	sleep_ms(20);
+	CHECK(total_progress(n) == 0 && sched_slots_online(s) == 0);
+	CHECK(atomic_load(&seat_demand) == (n < m ? n : m));
+	/* Seats come and go, the policy changes now and then. */
+	const char *const *names = sched_policy_names();
+	int npol = 0;
+	while (names[npol])
+		npol++;
+	bool on[MAXV] = { false };
+	unsigned seed = 12345;
+	uint64_t end = sched_now_ns() + 150 * 1000000ull;
+	int toggles = 0;
+	while (sched_now_ns() < end) {
+		int slot = (int)(rand_r(&seed) % (unsigned)m);
+		if (on[slot]) {
+			seat_offline(s, slot);
+			on[slot] = false;
+			toggles++;
+		} else if (seat_online(s, slot, rand_r(&seed) % 2 ? -1 : 0)) {
+			on[slot] = true;
+			toggles++;
+		}
+		if (rand_r(&seed) % 16 == 0) {
+			const char *name = names[rand_r(&seed) % (unsigned)npol];
+			CHECK(sched_set_policy(s, name) == 0);
+			CHECK(!strcmp(sched_policy_name(s), name));
+		}
+		int k = sched_slots_online(s);
+		CHECK(seats_now() <= k); /* only SLOT_OFF lowers seats meanwhile */
+		struct timespec ts = { 0, (long)(100000 + rand_r(&seed) % 900000) };
+		nanosleep(&ts, NULL);
+	}
+	CHECK(toggles > 10);
+	CHECK(sched_set_policy(s, "bogus") == -EINVAL);
+	/* Every seat off: all threads leave, nothing runs, no deadlock. */
+	for (int i = 0; i < m; i++)
+		if (on[i]) {
+			seat_offline(s, i);
+			on[i] = false;
+		}
+	for (int i = 0; i < 2000 && seats_now() > 0; i++)
+		sleep_ms(1);
+	CHECK(seats_now() == 0 && sched_slots_online(s) == 0);
+	long frozen = total_progress(n);
+	sleep_ms(20);
+	CHECK(total_progress(n) == frozen);
+	/* Every seat on: every vCPU runs again. */
+	long before[MAXV];
+	for (int v = 0; v < n; v++)
+		before[v] = atomic_load(&fvs[v].progress);
+	for (int i = 0; i < m; i++)
+		CHECK(seat_online(s, i, -1));
+	CHECK(sched_slots_online(s) == m);
+	sleep_ms(100);
+	for (int v = 0; v < n; v++)
+		CHECK(atomic_load(&fvs[v].progress) > before[v]);
+	atomic_store(&stop_flag, 1);
+	sched_stop(s);
+	ticker_stop();
+	for (int v = 0; v < n; v++) {
+		pthread_join(fvs[v].th, NULL);
+		int r = atomic_load(&fvs[v].result);
+		CHECK(r == 0 || r == -ECANCELED);
+	}
+	CHECK(max_in_guest >= 1 && max_in_guest <= m);
+	CHECK(atomic_load(&deadlock_calls) == 0);
+	sched_destroy(s);
+	cur_case[0] = 0;
+}
+
 int main(void)
 {
 	test_single_thread();
@@ -614,6 +806,9 @@ int main(void)
 	test_ring("pv", 2, 3, 3000, false);
 	test_ring("pv", 1, 4, 2000, true);
 	test_ring("directed", 3, 3, 3000, true);
+	test_seats("pv", 2, 4);
+	test_seats("directed", 3, 5);
+	test_seats("gang", 1, 2);
 	printf("%ld passed, %ld failed\n", atomic_load(&n_pass), atomic_load(&n_fail));
 	return atomic_load(&n_fail) != 0;
 }

@@ -94,6 +94,9 @@ static const char *instant_of(uint32_t ev)
 	case SCHED_TR_YIELD: return "yield";
 	case SCHED_TR_SPIN: return "spinning";
 	case SCHED_TR_DEADLOCK: return "guest deadlock";
+	case SCHED_TR_SLOT_ON: return "slot online";
+	case SCHED_TR_SLOT_OFF: return "slot offline";
+	case SCHED_TR_POLICY: return "policy changed";
 	default: return NULL;
 	}
 }

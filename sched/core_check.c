@@ -1,0 +1,81 @@
+/*
+ * The pure core's invariants, recomputed from scratch so a test can run it
+ * after every event (like domain_check.c for the domain core). It checks
+ * the books only; what a policy promises is the tests' business.
+ */
+#include <stddef.h>
+
+#include "sched/core.h"
+
+static const char *check_slots(const struct sched_core *c, int *avail)
+{
+	int usable = 0;
+	*avail = 0;
+	for (int s = 0; s < c->nslots; s++) {
+		const struct sched_slot *sl = &c->slot[s];
+		int v = sl->vcpu;
+		usable += sl->state == SCHED_SLOT_ONLINE;
+		*avail += sl->state != SCHED_SLOT_OFFLINE;
+		if (v < -1 || v >= c->nvcpus)
+			return "a slot holds a vCPU out of range";
+		if (v >= 0 && sl->state == SCHED_SLOT_OFFLINE)
+			return "an offline slot is held";
+		if (v < 0 && sl->state == SCHED_SLOT_GOING_OFF)
+			return "a going-off slot is free";
+		if (v >= 0 && (c->v[v].state != SCHED_ST_RUNNING || c->v[v].slot != s))
+			return "a slot's holder does not hold it";
+	}
+	if (usable != c->nusable)
+		return "the count of online slots is wrong";
+	return NULL;
+}
+
+static const char *check_queue(const struct sched_core *c, int runnable)
+{
+	int n = 0, prev = -1;
+	SCHED_FOR_EACH_QUEUED(c, it) {
+		if (it < 0 || it >= c->nvcpus || c->v[it].state != SCHED_ST_RUNNABLE)
+			return "a queued vCPU is not runnable";
+		if (c->v[it].qprev != prev)
+			return "the run queue's back links are broken";
+		prev = it;
+		if (++n > c->nvcpus)
+			return "the run queue loops";
+	}
+	if (n != runnable || c->qtail != prev)
+		return "a runnable vCPU is not queued exactly once";
+	return NULL;
+}
+
+const char *sched_core_check(const struct sched_core *c)
+{
+	int avail;
+	const char *why = check_slots(c, &avail);
+	if (why)
+		return why;
+	int running = 0, runnable = 0;
+	for (int v = 0; v < c->nvcpus; v++) {
+		const struct sched_vcore *x = &c->v[v];
+		if (x->state == SCHED_ST_RUNNING) {
+			running++;
+			if (x->slot < 0 || x->slot >= c->nslots || c->slot[x->slot].vcpu != v)
+				return "a running vCPU's slot is not its own";
+		} else if (x->slot != -1) {
+			return "a vCPU that does not run holds a slot";
+		}
+		runnable += x->state == SCHED_ST_RUNNABLE;
+	}
+	if (running != c->nrunning || runnable != c->nrunnable)
+		return "the running/runnable counts are wrong";
+	if (running > avail)
+		return "more vCPUs run than slots are online or going off";
+	why = check_queue(c, runnable);
+	if (why)
+		return why;
+	if (c->slots_offline) {
+		int want = running + runnable < c->nslots ? running + runnable : c->nslots;
+		if (c->demand != want)
+			return "the last demand emitted is not min(slots, running + runnable)";
+	}
+	return NULL;
+}

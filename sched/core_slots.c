@@ -1,0 +1,71 @@
+/*
+ * Slots that come and go (params.slots_offline): a domain member's seats,
+ * granted and revoked by the domain agent; see core.h. The core only ever
+ * grants ONLINE slots (sc_fill_slots); a held slot goes offline through
+ * sc_release, whichever way its holder gives it back. The demand tells the
+ * caller how many seats to ask for.
+ */
+#include "sched/core.h"
+#include "sched/core_int.h"
+
+/* A GOING_OFF (or free) slot is offline now: say so. */
+void sc_slot_freed(struct sched_core *c, int slot, uint64_t now)
+{
+	c->slot[slot].state = SCHED_SLOT_OFFLINE;
+	sc_emit(c, SCHED_ACT_SLOT_OFF, -1, slot);
+	sc_trace(c, SCHED_TR_SLOT_OFF, -1, slot, now);
+}
+
+void sc_end_event(struct sched_core *const *cp)
+{
+	struct sched_core *c = *cp;
+	if (!c->slots_offline)
+		return;
+	int want = c->nrunning + c->nrunnable;
+	if (want > c->nslots)
+		want = c->nslots;
+	if (want != c->demand) {
+		c->demand = want;
+		sc_emit(c, SCHED_ACT_SLOT_DEMAND, -1, want);
+	}
+}
+
+void sched_core_slot_online(struct sched_core *c, int slot, uint64_t now)
+{
+	SC_EVENT(c, now);
+	if (slot < 0 || slot >= c->nslots || c->slot[slot].state == SCHED_SLOT_ONLINE)
+		return;
+	/* From GOING_OFF: the holder was asked to leave and still will; the
+	 * slot is then refilled like any other (maybe by the same vCPU). */
+	c->slot[slot].state = SCHED_SLOT_ONLINE;
+	c->nusable++;
+	sc_trace(c, SCHED_TR_SLOT_ON, -1, slot, now);
+	sc_fill_slots(c, now);
+	sc_force_unslotted(c, now);
+}
+
+void sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now)
+{
+	SC_EVENT(c, now);
+	if (slot < 0 || slot >= c->nslots)
+		return;
+	struct sched_slot *sl = &c->slot[slot];
+	switch (sl->state) {
+	case SCHED_SLOT_GOING_OFF:
+		return; /* SLOT_OFF comes when the holder leaves */
+	case SCHED_SLOT_OFFLINE:
+		sc_emit(c, SCHED_ACT_SLOT_OFF, -1, slot);
+		return;
+	case SCHED_SLOT_ONLINE:
+		break;
+	}
+	c->nusable--;
+	if (sl->vcpu < 0) {
+		sc_slot_freed(c, slot, now);
+		return;
+	}
+	sl->state = SCHED_SLOT_GOING_OFF;
+	/* As at a slice end: with deferral the guest leaves at its next lock
+	 * boundary, within defer_max_ns. */
+	sched_core_request_preempt(c, sl->vcpu, now);
+}
