@@ -40,6 +40,7 @@ struct sched {
 	_Atomic(const char *) policy; /* the current policy's name, read lock-free */
 	void (*slot_cb)(void *ctx, enum sched_action_kind kind, int val);
 	void *slot_ctx;
+	bool keep_slots;      /* sched_slots_keep: free seats are not given back */
 	uint64_t reported;    /* the deadline the event loop last saw */
 	void (*deadlock_cb)(void *ctx);
 	void *deadlock_ctx;
@@ -150,8 +151,34 @@ static void pin(struct sched *s, int v, int slot)
 		x->pinned_cpu = s->host_cpu[slot];
 }
 
+static void run_actions_once(struct sched *s);
+
+/*
+ * Seats (slots_offline) that sit free while nobody is runnable go back at
+ * once: a domain's CPU is not kept idle by a VM that has nothing to run on
+ * it. Not while the domain is lost (keep_slots) or stopping.
+ */
+static void give_back_idle(struct sched *s)
+{
+	struct sched_core *c = s->c;
+	if (!c->slots_offline || s->keep_slots || c->stopping)
+		return;
+	int want = c->nrunning + c->nrunnable;
+	for (int i = 0; i < c->nslots && c->nusable > want; i++)
+		if (c->slot[i].state == SCHED_SLOT_ONLINE && c->slot[i].vcpu < 0)
+			sched_core_slot_offline(c, i, c->last_now);
+}
+
 /* With the mutex held, after every core event. */
 static void run_actions(struct sched *s)
+{
+	run_actions_once(s);
+	give_back_idle(s);
+	if (s->c->nact)
+		run_actions_once(s);
+}
+
+static void run_actions_once(struct sched *s)
 {
 	struct sched_core *c = s->c;
 	for (int i = 0; i < c->nact; i++) {
@@ -428,6 +455,21 @@ int sched_set_policy(struct sched *s, const char *name)
 	run_actions(s);
 	pthread_mutex_unlock(&s->mu);
 	return r;
+}
+
+void sched_slots_keep(struct sched *s, bool keep)
+{
+	pthread_mutex_lock(&s->mu);
+	s->keep_slots = keep;
+	pthread_mutex_unlock(&s->mu);
+}
+
+enum sched_vstate sched_vcpu_state(struct sched *s, int v)
+{
+	pthread_mutex_lock(&s->mu);
+	enum sched_vstate st = s->c->v[v].state;
+	pthread_mutex_unlock(&s->mu);
+	return st;
 }
 
 int sched_slots_online(struct sched *s)

@@ -141,5 +141,11 @@ void sched_slot_offline(struct sched *s, int slot);
 int sched_set_policy(struct sched *s, const char *name);
 /* Slots online or going off, for reports. */
 int sched_slots_online(struct sched *s);
+/* A seat that sits free while nobody is runnable is given back at once
+ * (offline, SLOT_OFF), unless keep: then online seats stay online (a
+ * domain member whose agent is gone). */
+void sched_slots_keep(struct sched *s, bool keep);
+/* v's state now (for status displays). */
+enum sched_vstate sched_vcpu_state(struct sched *s, int v);
 
 #endif

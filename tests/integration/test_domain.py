@@ -264,7 +264,13 @@ def _max_overlap(spans):
 
 
 def _members_share_two_slots(k):
-    with Domain("share%d" % k, pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
+    # An honest member gives a revoked slot back within the grace; only one
+    # that overruns it (stopped, or slower than the grace) is reclaimed while
+    # still in guest mode. The emulated SVM of the nested KVM can take longer
+    # than the default 5 ms to force a vCPU out, so the grace is longer here
+    # and the test asserts nothing was reclaimed: then the bound must hold.
+    grace = "200000" if harness.nested() else "50000"
+    with Domain("share%d" % k, pcpus=2, extra=("--grace-us", grace)) as dom, tempfile.TemporaryDirectory() as d:
         procs = []
         for i in range(k):
             j, t = os.path.join(d, "r%d.json" % i), os.path.join(d, "t%d.json" % i)
@@ -272,17 +278,19 @@ def _members_share_two_slots(k):
                                      json_path=j, trace=t), j, t))
         time.sleep(0.3)
         st = dom.status()
-        spans = []
+        spans, doms = [], []
         for p, j, t in procs:
             rc, out, err = _finish(p)
             assert rc == 0, (rc, err[-2000:])
             rep = _report(j)
             check_mutual_exclusion(rep)
             assert rep["domain"]["grants"] > 0 and rep["domain"]["agent_lost"] is False, rep["domain"]
+            assert rep["domain"]["reclaims"] == 0, rep["domain"]
+            doms.append(rep["domain"])
             spans += _running_spans(t)
         assert len(st["members"]) == k or any(p.poll() is not None for p, _, _ in procs), st
         assert len(spans) > k * 4, len(spans)
-        assert _max_overlap(spans) <= 2, "more than 2 vCPUs of the domain held a slot at once"
+        assert _max_overlap(spans) <= 2, ("more than 2 vCPUs of the domain held a slot at once", _max_overlap(spans), doms)
         return spans
 
 
@@ -420,4 +428,4 @@ def test_policy_changed_live_is_applied_and_marked():
         assert len(ch) == 1 and ch[0]["policy"] == "directed" and 0 < ch[0]["at_s"] < 2.5, ch
         with open(t) as f:
             names = {e.get("name") for e in json.load(f)["traceEvents"]}
-        assert any(n and n.startswith("yield policy") for n in names), sorted(n for n in names if n)[:40]
+        assert "policy changed" in names, sorted(n for n in names if n)[:40]

@@ -103,7 +103,7 @@ static int cmd_start(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (number(optarg, 1, DOM_SLOTS_MAX, &npcpus))

@@ -325,6 +325,13 @@ static void *link_main(void *arg)
 		}
 		wait_two(&live->a2m, a, &l->local, b, LINK_WAKE_NS);
 	}
+	/* Said from here, not by dlink_stop's caller: the main thread's seccomp
+	 * filter has no sendto, and this thread's end is the member's. */
+	struct dom_msg_hdr h;
+	int n = dom_proto_leave(&h);
+	if (n > 0 && send(l->sock, &h, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* the agent is gone: its end of the socket says the rest */
+	}
 	return NULL;
 }
 
@@ -505,13 +512,6 @@ void dlink_stop(struct dlink *l)
 	if (l->thr_on)
 		pthread_join(l->thr, NULL);
 	l->thr_on = false;
-	if (l->sock >= 0) {
-		struct dom_msg_hdr h;
-		int n = dom_proto_leave(&h);
-		if (n > 0 && send(l->sock, &h, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-			/* the agent is gone: its end of the socket says the rest */
-		}
-	}
 }
 
 void dlink_destroy(struct dlink *l)

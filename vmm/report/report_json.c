@@ -94,8 +94,6 @@ static void json_config(struct json *j, const struct run *r)
 	if (r->halt_note[0])
 		json_str(j, "halt_note", r->halt_note);
 	json_end_obj(j);
-	if (r->domain)
-		json_domain(j, r);
 	json_linux(j, r);
 	json_end_obj(j);
 }
@@ -264,6 +262,8 @@ int report_write_json(const char *path, const struct run *r, const struct run_su
 	json_i64(&j, "exit_code", s->status);
 	json_u64(&j, "guest_status", atomic_load(&r->ctl.guest_status));
 	json_config(&j, r);
+	if (r->domain)
+		json_domain(&j, r);
 	json_vm_summary(&j, &s->all);
 	json_u64(&j, "wall_ns", r->end_ns - r->start_ns);
 	json_u64(&j, "hypercall_errors", errs);
