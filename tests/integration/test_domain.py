@@ -306,6 +306,19 @@ def test_four_members_on_two_slots():
     _members_share_two_slots(4)
 
 
+def _wait_members(dom, n, procs, timeout=20):
+    """The status once n members have joined (the nested KVM starts slowly)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        st = dom.status()
+        if len(st["members"]) >= n:
+            return st
+        dead = [p for p in procs if p.poll() is not None]
+        assert not dead, [p.communicate()[1][-1000:] for p in dead]
+        time.sleep(0.05)
+    raise AssertionError("only %d of %d members joined" % (len(dom.status()["members"]), n))
+
+
 def _slot_ns(st):
     return {m["vm"]: m["slot_ns"] for m in st["members"]}
 
@@ -314,9 +327,10 @@ def _slot_ns(st):
 def test_sigkill_of_a_member_gives_its_share_to_the_others():
     need_kvm()
     with Domain("kill", pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
-        procs = [dom.member("-c", "2", "--lock", "tas", "--pv-spinlock", "off", "--duration", "4s", "--name",
+        procs = [dom.member("-c", "2", "--lock", "tas", "--pv-spinlock", "off", "--duration", "8s", "--name",
                             "vm%d" % i, json_path=os.path.join(d, "r%d.json" % i)) for i in range(3)]
-        time.sleep(1.0)
+        _wait_members(dom, 3, procs)
+        time.sleep(0.5)
         a = dom.status()
         time.sleep(0.5)
         b = dom.status()
@@ -326,7 +340,7 @@ def test_sigkill_of_a_member_gives_its_share_to_the_others():
         while time.time() < deadline and len(dom.status()["members"]) == 3:
             time.sleep(0.02)
         c = dom.status()
-        assert [m["vm"] for m in c["members"]] == ["vm0", "vm1"], c
+        assert sorted(m["vm"] for m in c["members"]) == ["vm0", "vm1"], c
         time.sleep(0.5)
         e = dom.status()
         for i in range(2):
@@ -370,7 +384,8 @@ def test_sigstopped_member_cannot_keep_a_slot():
             tempfile.TemporaryDirectory() as d:
         procs = [dom.member("-c", "2", "--lock", "tas", "--pv-spinlock", "off", "--duration", "3s", "--name",
                             "vm%d" % i, json_path=os.path.join(d, "r%d.json" % i)) for i in range(2)]
-        time.sleep(0.8)
+        _wait_members(dom, 2, procs)
+        time.sleep(0.3)
         procs[1].send_signal(signal.SIGSTOP)
         time.sleep(0.3)
         a = dom.status()
@@ -396,7 +411,8 @@ def test_weights_one_to_two_give_shares_one_to_two():
         procs = [dom.member("-c", "2", "--lock", "tas", "--pv-spinlock", "off", "--duration", "4s", "--name",
                             "w%d" % w, "--weight", str(w), json_path=os.path.join(d, "r%d.json" % w))
                  for w in (100, 200)]
-        time.sleep(1.0)
+        _wait_members(dom, 2, procs)
+        time.sleep(0.5)
         a = dom.status()
         time.sleep(2.0)
         b = dom.status()
@@ -414,7 +430,8 @@ def test_policy_changed_live_is_applied_and_marked():
     with Domain("live", pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
         j, t = os.path.join(d, "r.json"), os.path.join(d, "t.json")
         p = dom.member("-c", "4", "--lock", "ticket", "--yield", "pv", "--duration", "2s", json_path=j, trace=t)
-        time.sleep(0.6)
+        _wait_members(dom, 1, [p])
+        time.sleep(0.3)
         s = dom.vmm("domain", "set", "live", "0", "--yield", "directed", "--weight", "300")
         assert s.returncode == 0 and "changed at" in s.stdout, s
         time.sleep(0.3)

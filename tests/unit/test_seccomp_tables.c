@@ -28,7 +28,8 @@
 #define MAX_INSNS 4096 /* BPF_MAXINSNS: the kernel refuses a longer filter */
 #define MAX_NR 1024    /* past every x86-64 system call number */
 
-static const struct seccomp_kind *const kinds[] = { &seccomp_kind_vcpu, &seccomp_kind_loop };
+static const struct seccomp_kind *const kinds[] = { &seccomp_kind_vcpu, &seccomp_kind_loop, &seccomp_kind_domain };
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 /* ---- a classic BPF interpreter, for seccomp programs ---- */
 
@@ -397,7 +398,7 @@ static const int vcpu_write[] = { 5, 6 }, loop_write[] = { 5, 6, 9, 10 }, ple[] 
 static struct seccomp_rt base_rt(void)
 {
 	return (struct seccomp_rt){ .pid = getpid(), .kick_signal = VCPU_KICK_SIGNAL, .vcpu_fd = 7, .loop_uring = 8,
-				    .vm_fd = -1, .blk_uring = -1, .blk_event = -1, .console = -1,
+				    .vm_fd = -1, .blk_uring = -1, .blk_event = -1, .console = -1, .domain_sock = 9,
 				    .write = { loop_write, 4 }, .read = { ple, 4 }, .pread = { stats, 4 } };
 }
 
@@ -435,10 +436,10 @@ static void long_fd_lists(void)
 
 int main(void)
 {
-	unsigned rows[2];
-	for (unsigned i = 0; i < 2; i++)
+	unsigned rows[NKINDS];
+	for (unsigned i = 0; i < NKINDS; i++)
 		check_rows(kinds[i], &rows[i]);
-	printf("rows: vcpu %u, loop %u\n", rows[0], rows[1]);
+	printf("rows: vcpu %u, loop %u, domain %u\n", rows[0], rows[1], rows[2]);
 	bad_rows();
 
 	struct seccomp_rt plain = base_rt(), linux_disk = base_rt(), linux_nodisk = base_rt(), bare = base_rt();
@@ -457,9 +458,9 @@ int main(void)
 		     { "no ring, no PLE, no stats", &bare } };
 	for (unsigned r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
 		unsigned checked = 0, before = mismatches;
-		for (unsigned i = 0; i < 2; i++) {
+		for (unsigned i = 0; i < NKINDS; i++) {
 			struct seccomp_rt rt = *runs[r].rt;
-			if (kinds[i] == &seccomp_kind_vcpu)
+			if (kinds[i] == &seccomp_kind_vcpu || kinds[i] == &seccomp_kind_domain)
 				rt.write = (struct seccomp_fd_list){ vcpu_write, 2 };
 			diff_kind(kinds[i], &rt, runs[r].label);
 			each_row_allowed(kinds[i], &rt, &checked);

@@ -319,15 +319,28 @@ static void on_policy_change(void *ctx, const char *name)
 	fprintf(stderr, "vmm: domain %s: yield policy now %s\n", r->cfg->domain, name);
 }
 
+/* seccomp: the domain link thread's own filter, installed by that thread */
+static int domain_sandbox(void *ctx, int sock)
+{
+	(void)ctx;
+	return seccomp_enter_domain(sock);
+}
+
 static int start_vcpus(struct run *r)
 {
 	/* --sched host: the threads inherit this mask, the host kernel does the rest. */
 	if (r->cfg->sched_mode == SCHED_MODE_HOST && sched_setaffinity(0, sizeof(r->cpus), &r->cpus) < 0)
 		return -errno;
 	if (r->domain) {
-		int rc = dlink_start(r->domain, r->sched, on_policy_change, r);
-		if (rc)
+		struct dlink_hooks h = { .on_policy = on_policy_change,
+					 .sandbox = r->cfg->no_seccomp ? NULL : domain_sandbox, .ctx = r };
+		int rc = dlink_start(r->domain, r->sched, &h);
+		if (rc) {
+			fprintf(stderr, "vmm: domain %s: the link thread cannot start: %s\n", r->cfg->domain, strerror(-rc));
+			run_request_stop(&r->ctl, VM_STOP_HOST_ERROR, -1, -1, 0);
+			atomic_fetch_add(&r->ctl.ended, r->nvcpus); /* no vCPU thread started */
 			return rc;
+		}
 	}
 	sched_start(r->sched);
 	for (unsigned k = 0; k < r->nvms; k++)

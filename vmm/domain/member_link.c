@@ -15,6 +15,7 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +50,9 @@ struct dlink {
 	struct sched *s;
 	pthread_t thr;
 	bool thr_on;
-	void (*on_policy)(void *ctx, const char *name);
-	void *policy_ctx;
+	struct dlink_hooks hooks;
+	sem_t started;
+	int start_rc;
 	pthread_mutex_t mu;
 	struct seat *seat;
 	int want;            /* the co-scheduler's demand */
@@ -274,6 +276,11 @@ static int wait_two(const uint32_t *a2m, uint32_t a, const _Atomic uint32_t *loc
 static void *link_main(void *arg)
 {
 	struct dlink *l = arg;
+	l->start_rc = l->hooks.sandbox ? l->hooks.sandbox(l->hooks.ctx, l->sock) : 0;
+	int rc = l->start_rc;
+	sem_post(&l->started);
+	if (rc)
+		return NULL;
 	struct dom_grant_live *live = dom_shm_live(&l->shm);
 	uint32_t beat = __atomic_load_n(&live->beat, __ATOMIC_ACQUIRE);
 	uint64_t beat_at = now_ns(), published = 0;
@@ -315,8 +322,8 @@ static void *link_main(void *arg)
 				pthread_mutex_lock(&l->mu);
 				l->rep.policy_changes++;
 				pthread_mutex_unlock(&l->mu);
-				if (l->on_policy)
-					l->on_policy(l->policy_ctx, t.policy);
+				if (l->hooks.on_policy)
+					l->hooks.on_policy(l->hooks.ctx, t.policy);
 			}
 		}
 		if (now - published >= LINK_WAKE_NS) {
@@ -488,18 +495,20 @@ int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_in
 	return 0;
 }
 
-int dlink_start(struct dlink *l, struct sched *s, void (*on_policy)(void *ctx, const char *name), void *ctx)
+int dlink_start(struct dlink *l, struct sched *s, const struct dlink_hooks *h)
 {
 	l->s = s;
-	l->on_policy = on_policy;
-	l->policy_ctx = ctx;
+	l->hooks = *h;
 	l->policy_seen = __atomic_load_n(&dom_shm_live(&l->shm)->policy_gen, __ATOMIC_ACQUIRE);
 	sched_set_slot_cb(s, on_slot, l);
+	sem_init(&l->started, 0, 0);
 	int rc = pthread_create(&l->thr, NULL, link_main, l);
 	if (rc)
 		return -rc;
 	l->thr_on = true;
-	return 0;
+	while (sem_wait(&l->started) < 0 && errno == EINTR)
+		;
+	return l->start_rc;
 }
 
 void dlink_stop(struct dlink *l)

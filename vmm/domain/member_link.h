@@ -59,8 +59,15 @@ int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_in
 /* Ties the link to the co-scheduler (created with slots_offline and
  * npcpus == info.nseats) and starts the link thread; call before
  * sched_start. A policy change from the agent is applied with
- * sched_set_policy; on_policy (may be NULL) is told after. */
-int dlink_start(struct dlink *l, struct sched *s, void (*on_policy)(void *ctx, const char *name), void *ctx);
+ * sched_set_policy; hooks->on_policy is told after. hooks->sandbox runs
+ * first on the new thread (its seccomp filter); if it fails the thread
+ * ends and dlink_start returns its error. */
+struct dlink_hooks {
+	void (*on_policy)(void *ctx, const char *name); /* after a live change; may be NULL */
+	int (*sandbox)(void *ctx, int sock);            /* run first on the link thread; may be NULL */
+	void *ctx;
+};
+int dlink_start(struct dlink *l, struct sched *s, const struct dlink_hooks *h);
 /* Gives every seat back, says LEAVE, ends the thread. */
 void dlink_stop(struct dlink *l);
 void dlink_destroy(struct dlink *l);

@@ -27,6 +27,8 @@ int64_t seccomp_rt_value(const struct seccomp_rt *rt, enum seccomp_src src)
 		return rt->blk_event;
 	case SRC_CONSOLE:
 		return rt->console;
+	case SRC_DOMAIN_SOCK:
+		return rt->domain_sock;
 	default:
 		return -1;
 	}

@@ -9,6 +9,8 @@
 #include "vmm/sandbox/seccomp_filters.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -148,7 +150,8 @@ static struct seccomp_rt runtime(void)
 {
 	return (struct seccomp_rt){ .pid = getpid(), .kick_signal = VCPU_KICK_SIGNAL, .vcpu_fd = -1,
 				    .loop_uring = -1, .vm_fd = guest.vm_fd, .blk_uring = guest.blk_uring,
-				    .blk_event = guest.blk_event, .console = guest.console ? STDIN_FILENO : -1 };
+				    .blk_event = guest.blk_event, .console = guest.console ? STDIN_FILENO : -1,
+				    .domain_sock = -1 };
 }
 
 /* The write list without stdout/stderr, which have rows of their own. */
@@ -197,6 +200,14 @@ int seccomp_prepare(const int *vcpu_fds, unsigned n, const struct seccomp_guest 
 	nvcpu_write_fds = (unsigned)k;
 	guest = g ? *g : (struct seccomp_guest){ -1, -1, -1, false };
 	hook_prepare();
+	/*
+	 * glibc shrinks a thread arena's heap (free of memory another thread
+	 * allocated, e.g. the --trace buffer grown on a domain link or vCPU
+	 * thread) only after reading /proc/sys/vm/overcommit_memory, an
+	 * openat no filter allows (seen on the loop at exit). Heaps are then
+	 * never trimmed: a VMM's heap is small and lives as long as its VM.
+	 */
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -238,4 +249,13 @@ int seccomp_enter_loop(const struct seccomp_fds *f)
 	if (rc == 0)
 		hook_violate(false, 0);
 	return rc;
+}
+
+int seccomp_enter_domain(int sock)
+{
+	name_thread("domain", 0);
+	struct seccomp_rt rt = runtime();
+	rt.domain_sock = sock;
+	rt.write = (struct seccomp_fd_list){ vcpu_write_fds, nvcpu_write_fds };
+	return install(&seccomp_kind_domain, &rt);
 }

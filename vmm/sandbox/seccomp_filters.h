@@ -16,6 +16,7 @@
  *   vcpu  each vCPU thread, after KVM_SET_SIGNAL_MASK, before its first slot
  *   loop  the main thread, once every vCPU thread and PLE watch is started:
  *         the io_uring event loop, then the report and the tear-down
+ *   domain  --domain: the member's link thread, from its start
  * A Linux guest (-k) adds to both what its devices do on those threads
  * (struct seccomp_guest, filter_linux.c): KVM_IRQ_LINE on its VM fd (the
  * UART's and virtio-blk's interrupt lines are driven from vCPU threads and
@@ -67,5 +68,8 @@ int seccomp_enter_vcpu(int vcpu_fd, unsigned vcpu_id);
 /* Installs the event-loop filter on the calling (main) thread; -E2BIG (and
  * a line on stderr) when the read/pread fds cannot be written exactly. */
 int seccomp_enter_loop(const struct seccomp_fds *f);
+/* --domain: the member link thread's filter (vmm/domain/member_link.c):
+ * sendto only on the agent's socket, write to the vCPUs' fds (the doorbell). */
+int seccomp_enter_domain(int sock);
 
 #endif

@@ -38,6 +38,7 @@ enum seccomp_src {
 	SRC_BLK_URING,  /* Linux guest: the virtio-blk backend's io_uring */
 	SRC_BLK_EVENT,  /* Linux guest: that backend's completion eventfd */
 	SRC_CONSOLE,    /* Linux guest: fd 0, the console's input */
+	SRC_DOMAIN_SOCK, /* --domain: the agent's socket */
 	/* lists: the row stands for one rule per fd in the list */
 	SRC_WRITE_FDS,  /* write(2) beyond stdout/stderr: eventfds, output files */
 	SRC_READ_FDS,   /* read(2): PLE perf counters */
@@ -90,7 +91,7 @@ extern const struct seccomp_table seccomp_rows_linux;  /* Linux guest devices, e
 extern const struct seccomp_table seccomp_rows_vcpu;
 extern const struct seccomp_table seccomp_rows_loop;
 extern const struct seccomp_table seccomp_rows_loop_linux;
-extern const struct seccomp_kind seccomp_kind_vcpu, seccomp_kind_loop;
+extern const struct seccomp_kind seccomp_kind_vcpu, seccomp_kind_loop, seccomp_kind_domain;
 
 struct seccomp_fd_list {
 	const int *fd; /* entries < 0 are absent */
@@ -106,6 +107,7 @@ struct seccomp_rt {
 	int pid, kick_signal;
 	int vcpu_fd, loop_uring;
 	int vm_fd, blk_uring, blk_event, console;
+	int domain_sock;
 	struct seccomp_fd_list write, read, pread;
 };
 
