@@ -359,7 +359,7 @@ def test_killed_agent_leaves_members_running_and_says_so():
     with Domain("orphan", pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
         procs = [dom.member("-c", "2", "--lock", "ticket", "--duration", "2s",
                             json_path=os.path.join(d, "r%d.json" % i)) for i in range(2)]
-        time.sleep(0.5)
+        _wait_members(dom, 2, procs)
         dom.p.send_signal(signal.SIGKILL)
         dom.p.wait()
         for i, p in enumerate(procs):
@@ -369,12 +369,35 @@ def test_killed_agent_leaves_members_running_and_says_so():
             check_mutual_exclusion(rep)
             assert rep["domain"]["agent_lost"] is True, rep["domain"]
             assert "agent lost" in err and "host scheduler" in err, err
-        # a new agent takes the name over from the dead one
-        again = subprocess.Popen([harness.vmm_path(), "domain", "start", "orphan", "--pcpus", "1"],
+
+
+@harness.nested_stage
+def test_restarted_agent_takes_members_back():
+    need_kvm()
+    with Domain("phoenix", pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
+        procs = [dom.member("-c", "4", "--lock", "ticket", "--duration", "6s", "--name", "vm%d" % i,
+                            json_path=os.path.join(d, "r%d.json" % i)) for i in range(2)]
+        _wait_members(dom, 2, procs)
+        dom.p.send_signal(signal.SIGKILL)
+        dom.p.wait()
+        time.sleep(0.5)
+        # a new agent takes the name over from the dead one, and the members come back to it
+        dom.p = subprocess.Popen([harness.vmm_path(), "domain", "start", "phoenix", "--pcpus", "2"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dom.env)
-        assert "socket" in again.stdout.readline()
-        again.send_signal(signal.SIGTERM)
-        assert again.wait(timeout=10) == 0
+        assert "socket" in dom.p.stdout.readline()
+        st = _wait_members(dom, 2, procs, timeout=10)
+        assert sorted(m["vm"] for m in st["members"]) == ["vm0", "vm1"], st
+        time.sleep(0.5)
+        st = dom.status()
+        assert sum(m["slot_ns"] for m in st["members"]) > 0, st
+        for i, p in enumerate(procs):
+            rc, out, err = _finish(p)
+            assert rc == 0, err[-2000:]
+            rep = _report(os.path.join(d, "r%d.json" % i))
+            check_mutual_exclusion(rep)
+            dm = rep["domain"]
+            assert dm["rejoins"] == 1 and dm["agent_lost"] is True and dm["rejoined_at_s"] > dm["agent_lost_at_s"], dm
+            assert "taken back by a new agent" in err, err
 
 
 @harness.nested_stage

@@ -12,6 +12,7 @@
 #include "vmm/domain/member_link.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
@@ -33,6 +34,7 @@
 
 #define LINK_WAKE_NS (100 * 1000000ull)  /* how often the link looks at the agent unasked */
 #define LINK_HUNG_NS (1000 * 1000000ull) /* no beat for this long while asking: agent hung */
+#define LINK_REJOIN_NS (1000 * 1000000ull) /* how often an orphan looks for a new agent */
 
 enum seat_state { SEAT_FREE, SEAT_ASKED, SEAT_HELD, SEAT_GIVING };
 
@@ -44,7 +46,10 @@ struct seat {
 
 struct dlink {
 	struct dlink_info info;
-	char domain[DOM_NAME_MAX];
+	char domain[DOM_NAME_MAX], vm_name[DOM_NAME_MAX];
+	uint32_t weight;
+	int nlocal;          /* the co-scheduler's slots: seats 0..nlocal-1 */
+	int nlive;           /* of those, the ones the agent knows (a new agent may have fewer slots) */
 	int sock;
 	struct dom_shm shm;
 	struct sched *s;
@@ -89,7 +94,7 @@ static void set_req(struct dlink *l, int j, uint32_t gen, enum dom_want want)
 static int seats_in_use(const struct dlink *l, int except)
 {
 	int n = 0;
-	for (int j = 0; j < l->info.nseats; j++)
+	for (int j = 0; j < l->nlive; j++)
 		if (j != except && l->seat[j].st != SEAT_FREE)
 			n++;
 	return n;
@@ -100,7 +105,7 @@ static bool ask_more(struct dlink *l)
 {
 	bool changed = false;
 	int have = seats_in_use(l, -1);
-	for (int j = 0; j < l->info.nseats && have < l->want; j++) {
+	for (int j = 0; j < l->nlive && have < l->want; j++) {
 		struct seat *st = &l->seat[j];
 		if (st->st != SEAT_FREE)
 			continue;
@@ -122,7 +127,9 @@ static void on_slot(void *ctx, enum sched_action_kind kind, int val)
 		l->want = val;
 		if (!l->lost)
 			changed = ask_more(l);
-	} else if (kind == SCHED_ACT_SLOT_OFF && val >= 0 && val < l->info.nseats && !l->lost) {
+	} else if (kind == SCHED_ACT_SLOT_OFF && val >= l->nlive && val < l->nlocal && !l->lost) {
+		l->seat[val].st = SEAT_FREE; /* a seat the agent does not know: stays off */
+	} else if (kind == SCHED_ACT_SLOT_OFF && val >= 0 && val < l->nlive && !l->lost) {
 		struct seat *st = &l->seat[val];
 		if (st->st == SEAT_HELD || st->st == SEAT_GIVING) {
 			bool again = !atomic_load(&l->stopping) && seats_in_use(l, val) < l->want;
@@ -136,6 +143,8 @@ static void on_slot(void *ctx, enum sched_action_kind kind, int val)
 		ring(l);
 }
 
+static bool try_rejoin(struct dlink *l);
+
 /* ---- the link thread ---- */
 
 struct todo {
@@ -148,7 +157,7 @@ struct todo {
 
 static void read_grants(struct dlink *l, struct todo *t)
 {
-	for (int j = 0; j < l->info.nseats; j++) {
+	for (int j = 0; j < l->nlive; j++) {
 		struct seat *st = &l->seat[j];
 		uint32_t w = __atomic_load_n(dom_shm_grant(&l->shm, j), __ATOMIC_ACQUIRE);
 		int slot = dom_grant_slot(w);
@@ -225,7 +234,7 @@ static const char *agent_gone(struct dlink *l, uint32_t *beat, uint64_t *beat_at
 		return NULL;
 	}
 	bool asking = false;
-	for (int j = 0; j < l->info.nseats; j++)
+	for (int j = 0; j < l->nlive; j++)
 		asking |= l->seat[j].st == SEAT_ASKED;
 	return asking && now - *beat_at > LINK_HUNG_NS ? "the agent stopped answering (no beat for 1 s)" : NULL;
 }
@@ -236,7 +245,7 @@ static void go_alone(struct dlink *l, const char *why, struct todo *t)
 	l->lost = true;
 	l->lost_ns = now_ns();
 	snprintf(l->lost_why, sizeof(l->lost_why), "%s", why);
-	for (int j = 0; j < l->info.nseats; j++) {
+	for (int j = 0; j < l->nlocal; j++) {
 		struct seat *st = &l->seat[j];
 		if (st->st == SEAT_HELD)
 			continue; /* online already, on a domain CPU */
@@ -281,11 +290,12 @@ static void *link_main(void *arg)
 	sem_post(&l->started);
 	if (rc)
 		return NULL;
-	struct dom_grant_live *live = dom_shm_live(&l->shm);
-	uint32_t beat = __atomic_load_n(&live->beat, __ATOMIC_ACQUIRE);
-	uint64_t beat_at = now_ns(), published = 0;
+	uint32_t beat = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
+	uint64_t beat_at = now_ns(), published = 0, tried = 0;
 	bool kept = false;
 	while (!atomic_load(&l->stopping)) {
+		/* a new agent replaces the segments: this iteration's */
+		struct dom_grant_live *live = dom_shm_live(&l->shm);
 		uint32_t a = __atomic_load_n(&live->a2m, __ATOMIC_ACQUIRE);
 		uint32_t b = atomic_load(&l->local);
 		struct todo t;
@@ -329,6 +339,15 @@ static void *link_main(void *arg)
 		if (now - published >= LINK_WAKE_NS) {
 			publish_states(l);
 			published = now;
+		}
+		if (l->lost && now - tried >= LINK_REJOIN_NS) {
+			tried = now;
+			if (try_rejoin(l)) {
+				kept = false;
+				beat = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
+				beat_at = now_ns();
+				continue;
+			}
 		}
 		wait_two(&live->a2m, a, &l->local, b, LINK_WAKE_NS);
 	}
@@ -429,70 +448,141 @@ bad:
 	return -EPROTO;
 }
 
-int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_info *info, char *why, size_t len)
+/*
+ * JOIN on the connected fd, then the JOIN_OK: its segments attached into
+ * *shm, its doorbell into *bell, what it said into *in. At most max seats
+ * are asked for (this process's slots).
+ */
+static int join_on(int fd, const char *domain, int nvcpus, int max, uint32_t weight, const char *policy,
+		   const char *vm_name, struct dom_shm *shm, int *bell, struct dlink_info *in, char *why, size_t len)
 {
-	*out = NULL;
-	int fd = connect_agent(p->domain, why, len);
-	if (fd < 0)
-		return fd;
 	struct dom_msg_join j;
-	int n = dom_proto_join(&j, (uint32_t)p->nvcpus, (uint32_t)p->nvcpus, p->weight, p->policy, p->vm_name);
+	int n = dom_proto_join(&j, (uint32_t)max, (uint32_t)nvcpus, weight, policy, vm_name);
 	if (n < 0 || send(fd, &j, (size_t)n, MSG_NOSIGNAL) != n) {
-		snprintf(why, len, "cannot send the join to domain '%s': %s", p->domain, strerror(n < 0 ? -n : errno));
-		close(fd);
+		snprintf(why, len, "cannot send the join to domain '%s': %s", domain, strerror(n < 0 ? -n : errno));
 		return n < 0 ? n : -EIO;
 	}
 	union dom_msg msg;
 	int fds[3] = { -1, -1, -1 };
 	int rc = receive_join(fd, &msg, fds, why, len);
-	if (rc) {
-		close(fd);
+	if (rc)
 		return rc;
-	}
 	const struct dom_msg_join_ok *ok = &msg.join_ok;
-	struct dlink *l = calloc(1, sizeof(*l));
-	if (l)
-		l->seat = calloc(ok->nseats, sizeof(*l->seat));
-	if (!l || !l->seat || (int)ok->nseats > p->nvcpus) {
-		snprintf(why, len, l && l->seat ? "the agent gave more seats than vCPUs" : "out of memory");
+	if ((int)ok->nseats > max) {
+		snprintf(why, len, "the agent gave %u seats for %d asked", ok->nseats, max);
 		for (int i = 0; i < 3; i++)
 			close(fds[i]);
-		if (l)
-			free(l->seat);
-		free(l);
-		close(fd);
-		return l ? -EPROTO : -ENOMEM;
+		return -EPROTO;
 	}
-	rc = dom_shm_attach(&l->shm, fds[0], fds[1], (int)ok->nseats, p->nvcpus, ok->epoch);
+	rc = dom_shm_attach(shm, fds[0], fds[1], (int)ok->nseats, nvcpus, ok->epoch);
 	if (rc) {
 		snprintf(why, len, "the domain's shared segments are not as agreed: %s", strerror(-rc));
 		close(fds[2]);
-		free(l->seat);
-		free(l);
-		close(fd);
 		return rc;
 	}
-	l->sock = fd;
-	snprintf(l->domain, sizeof(l->domain), "%s", p->domain);
-	struct dlink_info *in = &l->info;
+	*bell = fds[2];
 	in->member = (int)ok->member;
 	in->nslots = (int)ok->nslots;
 	in->nseats = (int)ok->nseats;
-	in->nvcpus_total = p->nvcpus;
+	in->nvcpus_total = nvcpus;
 	in->slice_ns = ok->slice_ns;
 	in->grace_ns = ok->grace_ns;
 	in->epoch = ok->epoch;
-	in->doorbell = fds[2];
 	CPU_ZERO(&in->cpus);
 	for (int s = 0; s < in->nslots; s++) {
 		in->slot_cpu[s] = ok->slot_cpu[s];
 		if (ok->slot_cpu[s] >= 0)
 			CPU_SET(ok->slot_cpu[s], &in->cpus);
 	}
+	return 0;
+}
+
+int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_info *info, char *why, size_t len)
+{
+	*out = NULL;
+	struct dlink *l = calloc(1, sizeof(*l));
+	if (l)
+		l->seat = calloc((size_t)p->nvcpus, sizeof(*l->seat));
+	if (!l || !l->seat) {
+		if (l)
+			free(l->seat);
+		free(l);
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	int fd = connect_agent(p->domain, why, len);
+	int rc = fd < 0 ? fd
+			: join_on(fd, p->domain, p->nvcpus, p->nvcpus, p->weight, p->policy, p->vm_name, &l->shm,
+				  &l->info.doorbell, &l->info, why, len);
+	if (rc) {
+		if (fd >= 0)
+			close(fd);
+		free(l->seat);
+		free(l);
+		return rc;
+	}
+	l->sock = fd;
+	snprintf(l->domain, sizeof(l->domain), "%s", p->domain);
+	snprintf(l->vm_name, sizeof(l->vm_name), "%s", p->vm_name);
+	l->weight = p->weight;
+	l->nlocal = l->nlive = l->info.nseats;
 	pthread_mutex_init(&l->mu, NULL);
-	*info = *in;
+	*info = l->info;
 	*out = l;
 	return 0;
+}
+
+/*
+ * A new agent of the domain's name: join it as a new member and give it
+ * this VM back. The fd numbers stay (dup3 onto the old socket and doorbell),
+ * since the threads' seccomp filters name them. Every seat goes offline
+ * (its holder is forced out as at a revoke) and is asked for again as the
+ * co-scheduler's demand says. true: taken back.
+ */
+static bool try_rejoin(struct dlink *l)
+{
+	char why[200];
+	int fd = connect_agent(l->domain, why, sizeof(why));
+	if (fd < 0)
+		return false;
+	int rc = dup3(fd, l->sock, O_CLOEXEC) < 0 ? -errno : 0;
+	close(fd);
+	struct dom_shm shm;
+	struct dlink_info in;
+	int bell = -1;
+	if (!rc)
+		rc = join_on(l->sock, l->domain, l->info.nvcpus_total, l->nlocal, l->weight, sched_policy_name(l->s),
+			     l->vm_name, &shm, &bell, &in, why, sizeof(why));
+	if (!rc && dup3(bell, l->info.doorbell, O_CLOEXEC) < 0)
+		rc = -errno;
+	if (bell >= 0)
+		close(bell);
+	if (rc) {
+		if (bell >= 0)
+			dom_shm_destroy(&shm);
+		return false;
+	}
+	pthread_mutex_lock(&l->mu);
+	struct dom_shm old = l->shm;
+	l->shm = shm;
+	in.doorbell = l->info.doorbell;
+	l->info = in;
+	l->nlive = in.nseats;
+	for (int j = 0; j < l->nlocal; j++)
+		l->seat[j] = (struct seat){ .st = SEAT_GIVING, .gen = 0, .slot = -1 };
+	l->lost = false;
+	l->rep.rejoins++;
+	l->rep.rejoin_ns = now_ns();
+	l->policy_seen = __atomic_load_n(&dom_shm_live(&l->shm)->policy_gen, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&l->mu);
+	dom_shm_destroy(&old);
+	sched_slots_keep(l->s, false);
+	/* each SLOT_OFF asks for that seat again, if the demand wants it */
+	for (int j = 0; j < l->nlocal; j++)
+		sched_slot_offline(l->s, j);
+	fprintf(stderr, "vmm: domain %s: taken back by a new agent, as member %d (%d seats)\n", l->domain, in.member,
+		in.nseats);
+	return true;
 }
 
 int dlink_start(struct dlink *l, struct sched *s, const struct dlink_hooks *h)
@@ -542,7 +632,7 @@ void dlink_get_report(struct dlink *l, struct dlink_report *r)
 {
 	pthread_mutex_lock(&l->mu);
 	*r = l->rep;
-	r->lost = l->lost;
+	r->lost = l->lost_ns != 0; /* even if a new agent took it back since */
 	r->lost_ns = l->lost_ns;
 	snprintf(r->lost_why, sizeof(r->lost_why), "%s", l->lost_why);
 	pthread_mutex_unlock(&l->mu);

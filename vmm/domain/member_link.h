@@ -14,6 +14,9 @@
  * while a seat is asked for), every seat comes online on the domain's CPUs:
  * the VM runs on under the host scheduler, confined to those CPUs, and the
  * report says so from when. It never waits for a grant that cannot come.
+ * Every second it looks for a new agent of the domain's name and, when one
+ * answers, joins it as a new member (nothing of the old books carries over:
+ * fresh segments, vtime at the floor) and gives it its seats back.
  */
 #ifndef VMM_DOMAIN_MEMBER_LINK_H
 #define VMM_DOMAIN_MEMBER_LINK_H
@@ -45,11 +48,13 @@ struct dlink_info { /* what JOIN_OK said */
 };
 
 struct dlink_report {
-	bool lost;            /* the agent went away */
+	bool lost;            /* the agent went away (maybe taken back since: rejoins) */
 	uint64_t lost_ns;     /* when (CLOCK_MONOTONIC) */
 	char lost_why[96];
 	uint64_t grants, revokes, reclaims;
 	uint64_t policy_changes;
+	uint64_t rejoins;     /* taken back by a new agent */
+	uint64_t rejoin_ns;   /* the last time */
 };
 
 /* Connects and joins; -ENOENT: no such domain, -EACCES: not allowed in;

@@ -145,6 +145,9 @@ static void print_domain(FILE *out, const struct run *r)
 		fprintf(out, "domain     agent lost at %.3f s (%s): host scheduler on CPUs %s since\n",
 			since_start(r, d.lost_ns), d.lost_why, cpus);
 	}
+	if (d.rejoins)
+		fprintf(out, "domain     taken back by a new agent at %.3f s (%llu time%s)\n", since_start(r, d.rejoin_ns),
+			(unsigned long long)d.rejoins, d.rejoins == 1 ? "" : "s");
 }
 
 static void print_header(FILE *out, const struct run *r, const struct run_summary *s)

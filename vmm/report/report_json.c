@@ -116,6 +116,9 @@ static void json_domain(struct json *j, const struct run *r)
 		json_f64(j, "agent_lost_at_s", d.lost_ns > r->start_ns ? (double)(d.lost_ns - r->start_ns) / 1e9 : 0.0);
 		json_str(j, "agent_lost_why", d.lost_why);
 	}
+	json_u64(j, "rejoins", d.rejoins);
+	if (d.rejoins)
+		json_f64(j, "rejoined_at_s", d.rejoin_ns > r->start_ns ? (double)(d.rejoin_ns - r->start_ns) / 1e9 : 0.0);
 	json_arr(j, "policy_changes");
 	unsigned n = atomic_load(&r->npolicy_changes);
 	for (unsigned i = 0; i < n; i++) {
