@@ -10,41 +10,11 @@
 #include "sched/domain_proto.h"
 #include "vmm/domain/paths.h"
 
-static int dial(const char *domain, char *why, size_t len)
-{
-	char path[108];
-	int rc = dom_name_check(domain, why, len);
-	if (rc)
-		return rc;
-	if (dom_path(domain, "ctl.sock", path, sizeof(path))) {
-		snprintf(why, len, "domain '%s': the socket path is too long", domain);
-		return -ENAMETOOLONG;
-	}
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
-		if (e == ENOENT || e == ECONNREFUSED)
-			snprintf(why, len, "no domain '%s' is running (no agent at %s)", domain, path);
-		else
-			snprintf(why, len, "domain '%s': %s: %s", domain, path, strerror(e));
-		return e == ECONNREFUSED ? -ENOENT : -e;
-	}
-	struct timeval tv = { .tv_sec = 5 };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	return fd;
-}
-
 /* Sends req, receives one answer into buf (cap bytes) and decodes it. */
 static int ask(const char *domain, const void *req, size_t rlen, void *buf, size_t cap, union dom_msg *msg,
 	       const char **text, char *why, size_t len)
 {
-	int fd = dial(domain, why, len);
+	int fd = dom_dial(domain, why, len);
 	if (fd < 0)
 		return fd;
 	ssize_t n = send(fd, req, rlen, MSG_NOSIGNAL);

@@ -363,46 +363,6 @@ static void *link_main(void *arg)
 
 /* ---- join, start, stop ---- */
 
-static int connect_agent(const char *domain, char *why, size_t len)
-{
-	char path[108];
-	int rc = dom_name_check(domain, why, len);
-	if (rc)
-		return rc;
-	if (dom_path(domain, "ctl.sock", path, sizeof(path))) {
-		snprintf(why, len, "--domain %s: the socket path is too long", domain);
-		return -ENAMETOOLONG;
-	}
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		snprintf(why, len, "socket: %s", strerror(errno));
-		return -errno;
-	}
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
-		if (e == ENOENT || e == ECONNREFUSED) {
-			snprintf(why, len, "no domain '%s' is running (no agent at %s); start one with `vmm domain start %s --pcpus LIST`",
-				 domain, path, domain);
-			return -ENOENT;
-		}
-		if (e == EACCES || e == EPERM) {
-			snprintf(why, len, "domain '%s': permission denied on %s (see SECURITY.md: the domain's group)",
-				 domain, path);
-			return -EACCES;
-		}
-		snprintf(why, len, "domain '%s': connect %s: %s", domain, path, strerror(e));
-		return -e;
-	}
-	/* a hung agent must not hang a join */
-	struct timeval tv = { .tv_sec = 5 };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	return fd;
-}
-
 /* The JOIN_OK and its three fds, or the agent's ERROR. */
 static int receive_join(int fd, union dom_msg *msg, int fds[3], char *why, size_t len)
 {
@@ -510,7 +470,7 @@ int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_in
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;
 	}
-	int fd = connect_agent(p->domain, why, len);
+	int fd = dom_dial(p->domain, why, len);
 	int rc = fd < 0 ? fd
 			: join_on(fd, p->domain, p->nvcpus, p->nvcpus, p->weight, p->policy, p->vm_name, &l->shm,
 				  &l->info.doorbell, &l->info, why, len);
@@ -542,7 +502,7 @@ int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_in
 static bool try_rejoin(struct dlink *l)
 {
 	char why[200];
-	int fd = connect_agent(l->domain, why, sizeof(why));
+	int fd = dom_dial(l->domain, why, sizeof(why));
 	if (fd < 0)
 		return false;
 	int rc = dup3(fd, l->sock, O_CLOEXEC) < 0 ? -errno : 0;

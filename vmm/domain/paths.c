@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -53,3 +55,44 @@ int dom_path(const char *name, const char *leaf, char *buf, size_t len)
 		return -ENAMETOOLONG;
 	return 0;
 }
+
+int dom_dial(const char *domain, char *why, size_t len)
+{
+	char path[108];
+	int rc = dom_name_check(domain, why, len);
+	if (rc)
+		return rc;
+	if (dom_path(domain, "ctl.sock", path, sizeof(path))) {
+		snprintf(why, len, "--domain %s: the socket path is too long", domain);
+		return -ENAMETOOLONG;
+	}
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(why, len, "socket: %s", strerror(errno));
+		return -errno;
+	}
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		if (e == ENOENT || e == ECONNREFUSED) {
+			snprintf(why, len, "no domain '%s' is running (no agent at %s); start one with `vmm domain start %s --pcpus LIST`",
+				 domain, path, domain);
+			return -ENOENT;
+		}
+		if (e == EACCES || e == EPERM) {
+			snprintf(why, len, "domain '%s': permission denied on %s (see SECURITY.md: the domain's group)",
+				 domain, path);
+			return -EACCES;
+		}
+		snprintf(why, len, "domain '%s': connect %s: %s", domain, path, strerror(e));
+		return -e;
+	}
+	/* a hung agent must not hang a join */
+	struct timeval tv = { .tv_sec = 5 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+

@@ -1,6 +1,6 @@
 /*
- * Where a domain's files live: one directory per domain holding the agent's
- * control socket and its pid file. Access to a domain is access to that
+ * Where a domain's files live, and how to reach its agent: one directory
+ * per domain holding the agent's control socket and its pid file. Access to a domain is access to that
  * directory (SECURITY.md): mode 0770, the agent's user and --group.
  */
 #ifndef VMM_DOMAIN_PATHS_H
@@ -17,5 +17,9 @@ int dom_name_check(const char *name, char *why, size_t len);
 int dom_base_dir(char *buf, size_t len);
 /* base/NAME[/leaf]; -ENAMETOOLONG past len or past a socket address's limit */
 int dom_path(const char *name, const char *leaf, char *buf, size_t len);
+/* A connection to domain NAME's agent (send and receive time out after 5 s:
+ * a hung agent cannot hang its caller). The fd, or -ENOENT (no agent
+ * there), -EACCES (the domain's permissions), -errno; why says it. */
+int dom_dial(const char *domain, char *why, size_t len);
 
 #endif
