@@ -115,6 +115,9 @@ static void write_json(struct agent *a, FILE *f, uint64_t now)
 		json_f64(&j, "share", share(&v.st, a->core->nslots, now));
 		json_u64(&j, "reclaims", v.st.reclaims);
 		json_u64(&j, "bad_words", am->bad_words);
+		json_u64(&j, "revokes_obeyed", am->gave_back);
+		json_u64(&j, "revoke_to_release_mean_ns", am->gave_back ? am->gave_back_ns / am->gave_back : 0);
+		json_u64(&j, "revoke_to_release_max_ns", am->gave_back_max_ns);
 		json_arr(&j, "seat_states");
 		for (int s = 0; s < am->nseats; s++)
 			json_str(&j, NULL, seat_state(a->core->mem[m].v[s].state));

@@ -42,6 +42,7 @@ struct seat {
 	enum seat_state st;
 	uint32_t gen;  /* HELD/GIVING: the grant's; FREE/ASKED: the last given back */
 	int slot;
+	bool reclaimed; /* this grant was taken back at the hard deadline (counted once) */
 };
 
 struct dlink {
@@ -172,6 +173,7 @@ static void read_grants(struct dlink *l, struct todo *t)
 				break; /* the grant it gave back, not a new one */
 			st->gen = gen;
 			st->slot = slot;
+			st->reclaimed = false;
 			l->rep.grants++;
 			if (gone) { /* granted and revoked before we looked */
 				st->st = SEAT_GIVING;
@@ -186,10 +188,7 @@ static void read_grants(struct dlink *l, struct todo *t)
 			if (gen == st->gen && gone) {
 				st->st = SEAT_GIVING;
 				t->offline[t->noff++] = j;
-				if (fl & DOM_GRANT_RECLAIMED)
-					l->rep.reclaims++;
-				else
-					l->rep.revokes++;
+				l->rep.revokes++;
 			}
 			break;
 		case SEAT_FREE:
@@ -201,6 +200,12 @@ static void read_grants(struct dlink *l, struct todo *t)
 			break;
 		case SEAT_GIVING:
 			break;
+		}
+		/* slower than the grace: the agent took it back while we held it */
+		if ((st->st == SEAT_GIVING || st->st == SEAT_HELD) && gen == st->gen && (fl & DOM_GRANT_RECLAIMED) &&
+		    !st->reclaimed) {
+			st->reclaimed = true;
+			l->rep.reclaims++;
 		}
 	}
 }
