@@ -182,6 +182,8 @@ int bench_exec_wait(int pid, uint64_t deadline_ms);
 uint64_t bench_now_ms(void);
 /* How long after forking K processes their vCPUs start (--start-margin, or by K). */
 unsigned bench_start_margin_ms(const struct bench_opts *o, const struct bench_cell *c);
+/* The least margin the runs so far showed was needed; 0 while none was late. */
+unsigned bench_start_margin_learned_ms(void);
 /* The child's timeout: generous (boot, report, many VMs), but finite. */
 unsigned bench_cell_timeout_ms(const struct bench_cell *c, const struct bench_opts *o);
 /* The run's common `vmm run` options for cell c (NULL-terminated into args,

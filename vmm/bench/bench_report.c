@@ -491,6 +491,7 @@ int bench_report_json(const char *path, const struct bench_opts *o, const struct
 			json_str(&j, NULL, bench_mode_names[k]);
 	json_end_arr(&j);
 	json_u64(&j, "start_margin_ms", o->start_margin_ms);
+	json_u64(&j, "start_margin_learned_ms", bench_start_margin_learned_ms());
 	json_end_obj(&j);
 	json_arr(&j, "cells");
 	for (unsigned i = 0; i < m->n; i++) {
