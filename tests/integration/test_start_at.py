@@ -20,6 +20,9 @@ def test_start_at_waits_for_the_instant():
     assert rep["start_ns"] >= at, (rep["start_ns"], at)
     assert 0 <= rep["start_late_ns"] <= rep["start_ns"] - at, (rep["start_late_ns"], rep["start_ns"] - at)
     assert rep["end_ns"] - rep["start_ns"] == rep["wall_ns"], rep
+    # the VM was made well before the instant, so it waited (or says it was not ready)
+    assert 0 <= rep["start_wait_ns"] <= 300_000_000, rep["start_wait_ns"]
+    assert rep["start_wait_ns"] > 0 or rep["start_late_ns"] > 0, rep
     assert time.monotonic_ns() >= at
 
 
@@ -30,10 +33,12 @@ def test_start_at_in_the_past_is_reported_late():
     r = harness.vmm("-c", "1", "--duration", "50ms", "--start-at", str(at))
     assert r.rc == 0, r
     assert r.report["start_late_ns"] >= 50_000_000, r.report["start_late_ns"]
+    assert r.report["start_wait_ns"] == 0, r.report["start_wait_ns"]
     assert "after --start-at" in r.stdout, r.stdout
     # without --start-at there is no instant and no lateness
     r = harness.vmm("-c", "1", "--duration", "50ms", "-q")
     assert r.rc == 0 and r.report["start_at_ns"] is None and r.report["start_late_ns"] is None, r.report
+    assert r.report["start_wait_ns"] is None, r.report
     assert "after --start-at" not in r.stdout
 
 

@@ -87,6 +87,7 @@ struct bench_run {
 	double *vm_ops;
 	uint64_t *vm_start_ns;
 	double start_spread_ms, max_late_ms; /* NaN when not K processes */
+	bool unready;        /* a VM was not made by the instant (its report's start_wait_ns is 0) */
 	uint64_t min_grants; /* DOMAIN: the fewest grants any member got */
 };
 

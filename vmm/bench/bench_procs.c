@@ -28,10 +28,12 @@
 const char *const bench_mode_names[BENCH_MODES] = { "process", "domain", "host-procs" };
 
 /*
- * What the runs so far showed the margin must be. A process not ready at
- * the instant starts late and its window is not the others': where VMs are
- * slow to make (a nested KVM: 100+ ms late on a 1.5 s margin) the next runs
- * get more, so only the first run of a slow host pays. The bench runs one
+ * What the runs so far showed the margin must be. A process whose VM was
+ * not made by the instant starts late and its window is not the others':
+ * where VMs are slow to make (a nested KVM: 100+ ms late on a 1.5 s margin)
+ * the next runs get more, so only the first run of a slow host pays. A
+ * process that was ready but not scheduled at the instant is late too, and
+ * more margin would not help it: that is only reported. The bench runs one
  * cell at a time, so plain state is enough.
  */
 static unsigned learned_margin_ms;
@@ -44,7 +46,7 @@ static void learn_margin(unsigned used_ms, double late_ms)
 	unsigned w = want > 30000 ? 30000 : (unsigned)want;
 	if (w > learned_margin_ms) {
 		learned_margin_ms = w;
-		fprintf(stderr, "\r\033[Kvmm bench: a VM process started %.0f ms after the common instant; "
+		fprintf(stderr, "\r\033[Kvmm bench: a VM was not ready at the common instant (%.0f ms late); "
 			"margins from now on at least %u ms\n", late_ms, w);
 	}
 }
@@ -174,9 +176,11 @@ static void read_reports(const struct bench_opts *o, const struct bench_cell *c,
 			ok = false;
 			continue;
 		}
-		double start = NAN, lt = NAN, grants = NAN;
+		double start = NAN, lt = NAN, grants = NAN, wait = NAN;
 		bench_json_num(&j, "start_ns", &start);
 		bench_json_num(&j, "start_late_ns", &lt);
+		if (!bench_json_num(&j, "start_wait_ns", &wait) && wait == 0)
+			out->unready = true;
 		if (c->mode == BENCH_MODE_DOMAIN && !bench_json_num(&j, "domain.grants", &grants) &&
 		    grants < (double)out->min_grants)
 			out->min_grants = (uint64_t)grants;
@@ -294,6 +298,7 @@ void bench_run_procs(const struct bench_opts *o, const struct bench_cell *c, con
 	out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	if (out->exit_code == 0) {
 		read_reports(o, c, rep, out);
-		learn_margin(margin, out->max_late_ms);
+		if (out->unready)
+			learn_margin(margin, out->max_late_ms);
 	}
 }

@@ -566,6 +566,8 @@ static void wait_start_at(struct run *r)
 	uint64_t at = r->cfg->start_at_ns;
 	if (!at)
 		return;
+	uint64_t ready = monotonic_ns();
+	r->start_wait_ns = at > ready ? at - ready : 0;
 	if (at > START_SPIN_NS) {
 		uint64_t sleep_to = at - START_SPIN_NS;
 		struct timespec ts = { .tv_sec = (time_t)(sleep_to / 1000000000ull),

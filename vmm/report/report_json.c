@@ -272,9 +272,11 @@ int report_write_json(const char *path, const struct run *r, const struct run_su
 	if (r->cfg->start_at_ns) {
 		json_u64(&j, "start_at_ns", r->cfg->start_at_ns);
 		json_u64(&j, "start_late_ns", r->start_late_ns);
+		json_u64(&j, "start_wait_ns", r->start_wait_ns);
 	} else {
 		json_null(&j, "start_at_ns");
 		json_null(&j, "start_late_ns");
+		json_null(&j, "start_wait_ns");
 	}
 	json_u64(&j, "hypercall_errors", errs);
 	json_exits(&j, &s->exits);
