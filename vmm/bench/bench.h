@@ -6,7 +6,9 @@
  *
  * The pieces, one file each: bench_cli (options -> bench_opts), bench_matrix
  * (cells, references, run order), bench_exec (one child run with a timeout),
- * bench_json (reads the child's JSON report), bench_stats, bench_native
+ * bench_procs (a multi-VM cell as K processes: one domain, or host-scheduled,
+ * started at one --start-at instant), bench_json (reads the child's JSON
+ * report), bench_stats (medians, Jain's index, comparisons), bench_native
  * (the same locks as host threads), bench_micro, bench_report, bench_plot.
  */
 #ifndef VMM_BENCH_H
