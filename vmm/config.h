@@ -51,6 +51,7 @@ struct vm_config {
 	uint32_t weight;
 	bool weight_set;
 	const char *vm_name;
+	uint64_t start_at_ns; /* --start-at: CLOCK_MONOTONIC instant the vCPUs start; 0: at once */
 	bool no_seccomp; /* --no-seccomp: no per-thread seccomp filters (debugging) */
 	const char *ple_tracepoint; /* testing: count this tracepoint as PLE exits */
 	const char *kvm_device; /* the KVM device node */

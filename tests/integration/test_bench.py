@@ -113,8 +113,77 @@ def test_bench_micro():
         shutil.rmtree(d, ignore_errors=True)
 
 
+@harness.nested_stage
+def test_bench_multi_vm_cells_are_k_processes_with_one_window():
+    """A tiny matrix with 2 VMs of 2 vCPUs: as 2 domain members, as one
+    process, as 2 host-scheduled processes. The mechanism, not the speed:
+    each member's own report was read and says it was granted slots by the
+    domain, the K processes started within a few ms of each other, Jain's
+    index and the comparisons follow from the numbers in results.json."""
+    harness.need_kvm()
+    p, d = bench("--locks", "tas", "--policies", "host,pv", "--overcommit", "1", "--vms", "2",
+                 "--reps", "1", "--duration", "200ms", "--start-margin", "3s",
+                 "--no-micro", "--no-native", "--no-plot", timeout=300)
+    try:
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        doc, rows, _ = load(d)
+        cells = doc["cells"]
+        by_id = {c["id"]: c for c in cells}
+        dom = [c for c in cells if c["mode"] == "domain"]
+        procs = [c for c in cells if c["mode"] == "host-procs"]
+        assert len(dom) == 1 and len(procs) == 1, [(c["policy"], c["mode"], c["vms"]) for c in cells]
+        dom, procs = dom[0], procs[0]
+        assert dom["policy"] == "pv" and procs["policy"] == "host" and dom["vms"] == 2, (dom, procs)
+        for c in (dom, procs):
+            run = c["runs"][0]
+            assert run["ok"] and len(run["vms"]) == 2, run
+            reports = []
+            for k in range(2):
+                path = os.path.join(d, "reports", f"cell{c['id']}-rep0-vm{k}.json")
+                with open(path) as f:
+                    reports.append(json.load(f))
+            for k, rep in enumerate(reports):
+                assert rep["status"] == "ok" and rep["config"]["vms"] == 1, rep["status"]
+                assert rep["start_at_ns"] is not None and rep["start_late_ns"] is not None, rep
+                # the bench read this very report
+                assert abs(run["vms"][k]["ops_per_s"] - rep["ops_per_s"]) <= 1e-6 * rep["ops_per_s"], (run, rep)
+                assert run["vms"][k]["start_ns"] == rep["start_ns"], (run, rep)
+                if c is dom:
+                    assert rep["domain"]["grants"] > 0, rep["domain"]
+                    assert rep["config"]["sched"]["mode"] != "host", rep["config"]["sched"]
+                else:
+                    assert "domain" not in rep and rep["config"]["sched"]["mode"] == "host", rep["config"]
+            # one instant for both: the windows overlap almost entirely
+            assert reports[0]["start_at_ns"] == reports[1]["start_at_ns"], reports
+            starts = [r["start_ns"] for r in reports]
+            assert max(starts) - min(starts) < 20e6, starts
+            assert abs(run["start_spread_ms"] - (max(starts) - min(starts)) / 1e6) < 1e-3, run
+            total = sum(r["ops_per_s"] for r in reports)
+            assert abs(c["median_ops_per_s"] - total) <= 1e-6 * total, (c, total)
+            per = c["per_vm_ops_per_s"]
+            jain = sum(per) ** 2 / (2 * sum(x * x for x in per))
+            assert 0 < c["jain"] <= 1 and abs(c["jain"] - jain) < 1e-9, (c["jain"], jain)
+            assert abs(c["max_over_min"] - max(per) / min(per)) < 1e-9, c
+            one = by_id[c["vs_1vm_ref_id"]]
+            assert (one["vms"], one["vcpus_per_vm"], one["policy"], one["mode"], one["pcpus"]) == \
+                (1, c["vcpus_per_vm"], c["policy"], "process", c["pcpus"]), one
+            assert abs(c["vs_1vm"] - c["median_ops_per_s"] / one["median_ops_per_s"]) < 1e-9, c
+        proc = by_id[dom["process_ref_id"]]
+        assert (proc["mode"], proc["policy"], proc["vms"]) == ("process", "pv", 2), proc
+        assert abs(dom["vs_process"] - dom["median_ops_per_s"] / proc["median_ops_per_s"]) < 1e-9
+        assert dom["host_procs_ref_id"] == procs["id"]
+        assert abs(dom["vs_host_procs"] - dom["median_ops_per_s"] / procs["median_ops_per_s"]) < 1e-9
+        # the in-process cell's per-VM figures come from its own report's vms[]
+        assert len(proc["per_vm_ops_per_s"]) == 2 and 0 < proc["jain"] <= 1, proc
+        row = next(r for r in rows if int(r["id"]) == dom["id"])
+        assert row["mode"] == "domain" and abs(float(row["jain"]) - dom["jain"]) < 1e-6, row
+        assert "multi-VM cells" in p.stdout and "pv@dom" in p.stdout, p.stdout
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def test_bench_bad_input():
-    for args in (["--reps", "0"], ["--locks", "nope"], ["--policies", "x"], ["--preset", "zzz"],
+    for args in (["--vm-mode", "threads"], ["--start-margin", "soon"], ["--reps", "0"], ["--locks", "nope"], ["--policies", "x"], ["--preset", "zzz"],
                  ["--overcommit", "0"], ["--vms", "1.5"], ["--duration", "soon"], ["--bogus"],
                  ["--pcpus", "9999"]):
         r = harness.vmm_raw("bench", *args)

@@ -91,7 +91,10 @@ static void progress(bool tty, unsigned done, unsigned total, unsigned rep, unsi
 
 static void rm_tmpdir(const char *dir)
 {
-	/* Children remove their own files; only the directory is left. */
+	/* Children remove their own files; only the directories are left. */
+	char dom[4096];
+	snprintf(dom, sizeof(dom), "%s/dom", dir);
+	rmdir(dom);
 	rmdir(dir);
 }
 
@@ -115,7 +118,7 @@ static int run_reps(const struct bench_opts *o, struct bench_matrix *m, const ch
 		for (unsigned k = 0; k < m->n; k++) {
 			struct bench_cell *c = &m->cells[order[k]];
 			progress(tty, done, total, rep, o->reps, c, t0);
-			bench_run_cell(o, c, tmpdir, &c->runs[c->nruns++]);
+			bench_run_cell(o, c, tmpdir, rep, &c->runs[c->nruns++]);
 			done++;
 		}
 		if (o->micro) {

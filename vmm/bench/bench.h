@@ -6,7 +6,9 @@
  *
  * The pieces, one file each: bench_cli (options -> bench_opts), bench_matrix
  * (cells, references, run order), bench_exec (one child run with a timeout),
- * bench_json (reads the child's JSON report), bench_stats, bench_native
+ * bench_procs (a multi-VM cell as K processes: one domain, or host-scheduled,
+ * started at one --start-at instant), bench_json (reads the child's JSON
+ * report), bench_stats (medians, Jain's index, comparisons), bench_native
  * (the same locks as host threads), bench_micro, bench_report, bench_plot.
  */
 #ifndef VMM_BENCH_H
@@ -39,6 +41,17 @@ struct bench_nums {
 	double v[BENCH_MAX_LIST];
 };
 
+/*
+ * How a cell with K > 1 VMs runs them. PROCESS: one `vmm run --vms K` (one
+ * scheduler, one process; every 1-VM cell is this). DOMAIN: K `vmm run
+ * --domain D` processes sharing one agent's M slots. HOST_PROCS: K `vmm run
+ * --sched host --pcpus M` processes on the same M CPUs: what K VMs of
+ * another VMM get. The K processes start their vCPUs at one instant
+ * (--start-at) so their windows coincide.
+ */
+enum bench_mode { BENCH_MODE_PROCESS, BENCH_MODE_DOMAIN, BENCH_MODE_HOST_PROCS, BENCH_MODES };
+extern const char *const bench_mode_names[BENCH_MODES]; /* "process", "domain", "host-procs" */
+
 struct bench_opts {
 	const char *preset;
 	unsigned reps;
@@ -51,6 +64,8 @@ struct bench_opts {
 	struct bench_nums thresholds;
 	const char *out_dir;
 	bool plot, native, micro;
+	bool modes[BENCH_MODES]; /* --vm-mode: which rows a K > 1 cell gets */
+	uint32_t start_margin_ms; /* K processes start their vCPUs this long after being forked; 0: auto */
 	int test_fail_cell; /* hidden, for tests: this cell's runs get a bad option; -1 none */
 	const char *exe;    /* the binary whose `run` each cell execs */
 };
@@ -69,12 +84,20 @@ struct bench_run {
 	double ops_per_s; /* NaN when absent */
 	double wall_s;
 	char why[96];    /* why it failed, for the table */
+	/* K > 1 VMs: each VM's own ops/s (NaN unknown) [vms], malloc'd; and for
+	 * K processes their start instants (CLOCK_MONOTONIC) and lateness. */
+	double *vm_ops;
+	uint64_t *vm_start_ns;
+	double start_spread_ms, max_late_ms; /* NaN when not K processes */
+	bool unready;        /* a VM was not made by the instant (its report's start_wait_ns is 0) */
+	uint64_t min_grants; /* DOMAIN: the fewest grants any member got */
 };
 
 struct bench_cell {
 	unsigned id;
 	enum bench_kind kind;
 	const char *workload, *lock, *policy;
+	enum bench_mode mode;
 	uint32_t spin_threshold;
 	unsigned vms, vcpus; /* vCPUs per VM; native: threads */
 	unsigned pcpus;
@@ -82,6 +105,9 @@ struct bench_cell {
 	bool auto_added;     /* not asked for: a 1x reference the harness added */
 	int ref;             /* cell whose median is this one's 1x; -1 none */
 	int native_ref;      /* native cell, same lock, pcpus threads; -1 none */
+	int one_vm_ref;      /* K > 1: 1 VM of the same vCPUs, lock, policy on the same slots */
+	int process_ref;     /* DOMAIN: the same cell as one process (--vms K); -1 none */
+	int host_procs_ref;  /* DOMAIN: the same K VMs as host-scheduled processes; -1 none */
 
 	unsigned nruns;
 	struct bench_run runs[BENCH_MAX_REPS];
@@ -94,6 +120,13 @@ struct bench_cell {
 	bool failed;
 	int fail_exit;
 	const char *fail_why;
+	/* K > 1 (bench_stats_matrix): per-VM medians over reps [vms] (malloc'd) */
+	double *vm_median;
+	double jain;        /* Jain's fairness index over vm_median */
+	double max_over_min;
+	double vs_one_vm;   /* median (the sum) / one_vm_ref's median */
+	double vs_process, vs_host_procs;
+	double start_spread_ms, max_late_ms; /* worst over reps; NaN when not K processes */
 };
 
 struct bench_matrix {
@@ -114,6 +147,9 @@ double bench_max(const double *v, unsigned n);
 /* (max - min) / median in percent; NaN when median is 0 or unknown. */
 double bench_spread_pct(double min, double max, double median);
 double bench_ratio(double num, double den);
+/* Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all equal, 1/n when
+ * one gets everything; NaN when n is 0, any x is unknown or negative, or all are 0. */
+double bench_jain(const double *v, unsigned n);
 void bench_stats_cell(struct bench_cell *c);
 /* Every cell, then efficiencies against refs; true if any cell failed. */
 bool bench_stats_matrix(struct bench_matrix *m);
@@ -141,7 +177,28 @@ int bench_exec_fork(int (*fn)(void *arg, int fd), void *arg, unsigned timeout_ms
 		    size_t len);
 /* One repetition of one cell; tmpdir holds the child's report. */
 void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, const char *tmpdir,
-		    struct bench_run *out);
+		    unsigned rep, struct bench_run *out);
+/* Starts exe with argv (argv[0] is exe) and stdout to /dev/null, stderr to errpath. pid or -errno. */
+int bench_exec_spawn(const char *exe, const char *const *argv, const char *errpath);
+/* Waits for pid until deadline_ms (CLOCK_MONOTONIC ms), then kills it; status as bench_exec_run. */
+int bench_exec_wait(int pid, uint64_t deadline_ms);
+uint64_t bench_now_ms(void);
+/* How long after forking K processes their vCPUs start (--start-margin, or by K). */
+unsigned bench_start_margin_ms(const struct bench_opts *o, const struct bench_cell *c);
+/* The least margin the runs so far showed was needed; 0 while none was late. */
+unsigned bench_start_margin_learned_ms(void);
+/* The child's timeout: generous (boot, report, many VMs), but finite. */
+unsigned bench_cell_timeout_ms(const struct bench_cell *c, const struct bench_opts *o);
+/* The run's common `vmm run` options for cell c (NULL-terminated into args,
+ * strings in buf); returns the count. */
+unsigned bench_run_args(const struct bench_opts *o, const struct bench_cell *c, const char **args,
+			char (*buf)[32]);
+/* DOMAIN and HOST_PROCS: K `vmm run` processes at once (bench_procs.c). */
+void bench_run_procs(const struct bench_opts *o, const struct bench_cell *c, const char *tmpdir,
+		     unsigned rep, struct bench_run *out);
+/* Fills out's ops_per_s/ok/why from a child's report; per-VM ops into vm_ops when not NULL. */
+int bench_read_report(const char *json, struct bench_run *out, double *vm_ops, unsigned nvms,
+		      struct bench_json *keep);
 
 /* Native: the lock loop as threads pinned round robin on pcpus CPUs. */
 bool bench_native_has_lock(const char *lock);

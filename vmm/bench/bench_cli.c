@@ -24,18 +24,21 @@ static const char *const bench_workloads[] = { "lockbench", "shootdown", "barrie
 struct preset {
 	const char *name, *help;
 	const char *workloads, *locks, *policies, *overcommit, *vms, *thresholds;
+	unsigned pcpus; /* 0: every usable CPU; else at most that many */
 };
 
 /* The quick default, then the seeds' experiments. */
 static const struct preset presets[] = {
 	{ "quick", "3 locks x host/none/directed/pv x 1,2,4x (default, a few minutes)",
-	  "lockbench", "ticket,pvticket,tas", "host,none,directed,pv", "1,2,4", "1", "4096" },
+	  "lockbench", "ticket,pvticket,tas", "host,none,directed,pv", "1,2,4", "1", "4096", 0 },
 	{ "ple", "pause-loop yield: none/random/directed at 1x and 2x (KVM's PLE handler)",
-	  "lockbench", "ticket,tas", "host,none,random,directed", "1,2", "1", "4096" },
+	  "lockbench", "ticket,tas", "host,none,random,directed", "1,2", "1", "4096", 0 },
 	{ "threshold", "PV spin threshold 2k-32k with 1, 2 and 4 VMs",
-	  "lockbench", "pvticket", "host,pv", "1", "1,2,4", "2048,4096,8192,16384,32768" },
-	{ "gang", "TLB shootdown: baseline, gang, PV shootdown at 2, 4 and 8 VMs",
-	  "shootdown", "ticket", "host,gang,pv", "1", "2,4,8", "4096" },
+	  "lockbench", "pvticket", "host,pv", "1", "1,2,4", "2048,4096,8192,16384,32768", 0 },
+	/* The gang seed's table: K VMs of 4 vCPUs on 2 slots, as K processes
+	 * (domain), one process, and host-scheduled processes. */
+	{ "gang", "TLB shootdown: 1, 2, 4 VMs of 4 vCPUs on 2 slots; host, none, gang, pv",
+	  "shootdown", "ticket", "host,none,gang,pv", "2", "1,2,4", "4096", 2 },
 };
 
 
@@ -110,6 +113,26 @@ static int numbers(const char *opt, const char *arg, double max, bool fractions,
 	return 0;
 }
 
+static int vm_modes(const char *arg, struct bench_opts *o, char *err, size_t errlen)
+{
+	struct bench_strs s;
+	int r = split("--vm-mode", arg, &s, err, errlen);
+	if (r)
+		return r;
+	for (int m = 0; m < BENCH_MODES; m++)
+		o->modes[m] = false;
+	for (unsigned i = 0; i < s.n; i++) {
+		int m = 0;
+		while (m < BENCH_MODES && strcmp(s.v[i], bench_mode_names[m]))
+			m++;
+		if (m == BENCH_MODES)
+			return parse_fail(err, errlen, "--vm-mode: unknown '%s' (known: domain, process, host-procs)",
+					  s.v[i]);
+		o->modes[m] = true;
+	}
+	return 0;
+}
+
 static const struct preset *find_preset(const char *name)
 {
 	for (unsigned i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
@@ -132,6 +155,8 @@ static int apply_preset(const struct preset *p, struct bench_opts *o, char *err,
 		r = numbers("--vms", p->vms, MAX_VMS, false, &o->vms, err, errlen);
 	if (!r)
 		r = numbers("--spin-thresholds", p->thresholds, 1u << 30, false, &o->thresholds, err, errlen);
+	if (p->pcpus && p->pcpus < o->pcpus)
+		o->pcpus = p->pcpus;
 	return r;
 }
 
@@ -146,6 +171,8 @@ void bench_opts_defaults(struct bench_opts *o)
 	o->work_cycles = 10000;
 	o->out_dir = "bench-results";
 	o->plot = o->native = o->micro = true;
+	for (int m = 0; m < BENCH_MODES; m++)
+		o->modes[m] = true;
 	o->test_fail_cell = -1;
 	o->exe = "/proc/self/exe";
 	apply_preset(&presets[0], o, err, sizeof(err));
@@ -173,6 +200,13 @@ void bench_print_usage(FILE *out)
 		"  --overcommit LIST       vCPUs per slot in each VM, e.g. 1,2,4 (1x is always included)\n"
 		"  --vms LIST              VMs sharing the slots, e.g. 1,2,4\n"
 		"  --spin-thresholds LIST  spins before a PV lock waits, e.g. 2k,4k,8k (PV locks only)\n"
+		"  --vm-mode LIST          how cells with several VMs run them (default all three):\n"
+		"                            domain     one `vmm run --domain` process per VM, one agent\n"
+		"                            process    one `vmm run --vms K` process\n"
+		"                            host-procs one `vmm run --sched host` process per VM (policy host)\n"
+		"  --start-margin T        K processes start their vCPUs together this long after being\n"
+		"                          started (default 500ms + 250ms per VM); raised for the\n"
+		"                          runs after one where a VM started late\n"
 		"  --cs-cycles N           TSC cycles in the critical section (default 1000)\n"
 		"  --work-cycles N         TSC cycles of private work (default 10000)\n"
 		"  --out DIR               where results go (default bench-results)\n"
@@ -189,7 +223,7 @@ void bench_print_usage(FILE *out)
 enum {
 	OPT_PRESET = 256, OPT_REPS, OPT_DURATION, OPT_PCPUS, OPT_WORKLOADS, OPT_LOCKS,
 	OPT_POLICIES, OPT_OVERCOMMIT, OPT_VMS, OPT_THRESHOLDS, OPT_CS, OPT_WORK, OPT_OUT,
-	OPT_NO_PLOT, OPT_NO_NATIVE, OPT_NO_MICRO, OPT_TEST_FAIL,
+	OPT_NO_PLOT, OPT_NO_NATIVE, OPT_NO_MICRO, OPT_TEST_FAIL, OPT_VM_MODE, OPT_START_MARGIN,
 };
 
 static const struct option bench_long[] = {
@@ -209,6 +243,8 @@ static const struct option bench_long[] = {
 	{ "no-plot", no_argument, 0, OPT_NO_PLOT },
 	{ "no-native", no_argument, 0, OPT_NO_NATIVE },
 	{ "no-micro", no_argument, 0, OPT_NO_MICRO },
+	{ "vm-mode", required_argument, 0, OPT_VM_MODE },
+	{ "start-margin", required_argument, 0, OPT_START_MARGIN },
 	/* Not in --help: makes one cell's runs fail, so tests can see failures reported. */
 	{ "test-fail-cell", required_argument, 0, OPT_TEST_FAIL },
 	{ "help", no_argument, 0, 'h' },
@@ -335,6 +371,14 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 			break;
 		case OPT_NO_MICRO:
 			o->micro = false;
+			break;
+		case OPT_VM_MODE:
+			r = vm_modes(optarg, o, err, errlen);
+			break;
+		case OPT_START_MARGIN:
+			if (parse_time_ms(optarg, &v) || v < 1 || v > 600000)
+				r = parse_fail(err, errlen, "--start-margin: '%s' is not a time from 1ms to 600s", optarg);
+			o->start_margin_ms = (uint32_t)v;
 			break;
 		case OPT_TEST_FAIL:
 			r = whole("--test-fail-cell", optarg, 0, BENCH_MAX_CELLS, &v, err, errlen);

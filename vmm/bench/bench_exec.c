@@ -20,17 +20,15 @@
 
 #define ARGS_MAX 48
 
-static uint64_t now_ms(void)
+uint64_t bench_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Waits for pid until timeout_ms, then kills it. Status as bench_exec_run. */
-static int wait_child(pid_t pid, unsigned timeout_ms)
+int bench_exec_wait(int pid, uint64_t deadline)
 {
-	uint64_t deadline = now_ms() + timeout_ms;
 	int st;
 	for (;;) {
 		pid_t r = waitpid(pid, &st, WNOHANG);
@@ -38,7 +36,7 @@ static int wait_child(pid_t pid, unsigned timeout_ms)
 			break;
 		if (r < 0 && errno != EINTR)
 			return -1;
-		if (now_ms() >= deadline) {
+		if (bench_now_ms() >= deadline) {
 			kill(pid, SIGKILL);
 			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 				;
@@ -71,6 +69,26 @@ static void last_line(const char *path, char *buf, size_t len)
 	snprintf(buf, len, "%s", text);
 }
 
+int bench_exec_spawn(const char *exe, const char *const *argv, const char *errpath)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int out = open("/dev/null", O_WRONLY);
+		int err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (out >= 0)
+			dup2(out, STDOUT_FILENO);
+		if (err >= 0)
+			dup2(err, STDERR_FILENO);
+		execv(exe, (char *const *)argv);
+		fprintf(stderr, "exec %s: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	return pid;
+}
+
 int bench_exec_run(const char *exe, const char *const *args, const char *json,
 		   unsigned timeout_ms, char *errbuf, size_t errlen)
 {
@@ -87,24 +105,12 @@ int bench_exec_run(const char *exe, const char *const *args, const char *json,
 	argv[n++] = "-q";
 	argv[n] = NULL;
 	unlink(json);
-	fflush(NULL);
-	pid_t pid = fork();
+	int pid = bench_exec_spawn(exe, argv, errpath);
 	if (pid < 0) {
-		snprintf(errbuf, errlen, "fork: %s", strerror(errno));
+		snprintf(errbuf, errlen, "fork: %s", strerror(-pid));
 		return -1;
 	}
-	if (pid == 0) {
-		int out = open("/dev/null", O_WRONLY);
-		int err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (out >= 0)
-			dup2(out, STDOUT_FILENO);
-		if (err >= 0)
-			dup2(err, STDERR_FILENO);
-		execv(exe, (char *const *)argv);
-		fprintf(stderr, "exec %s: %s\n", exe, strerror(errno));
-		_exit(127);
-	}
-	int st = wait_child(pid, timeout_ms);
+	int st = bench_exec_wait(pid, bench_now_ms() + timeout_ms);
 	last_line(errpath, errbuf, errlen);
 	if (st == -1)
 		snprintf(errbuf, errlen, "killed after %u ms", timeout_ms);
@@ -130,7 +136,7 @@ int bench_exec_fork(int (*fn)(void *arg, int fd), void *arg, unsigned timeout_ms
 		_exit(fn(arg, p[1]));
 	}
 	close(p[1]);
-	int st = wait_child(pid, timeout_ms);
+	int st = bench_exec_wait(pid, bench_now_ms() + timeout_ms);
 	size_t got = 0;
 	ssize_t r;
 	/* The child has exited (or was killed): the pipe is at EOF. */
@@ -148,10 +154,10 @@ int bench_exec_fork(int (*fn)(void *arg, int fd), void *arg, unsigned timeout_ms
 	return st;
 }
 
-/* The child's timeout: generous (boot, report, many VMs), but finite. */
-static unsigned cell_timeout_ms(const struct bench_cell *c, uint32_t duration_ms)
+unsigned bench_cell_timeout_ms(const struct bench_cell *c, const struct bench_opts *o)
 {
-	return duration_ms * 3 + 10000 + 1000 * c->vms;
+	unsigned t = o->duration_ms * 3 + 10000 + 1000 * c->vms;
+	return c->mode == BENCH_MODE_PROCESS ? t : t + bench_start_margin_ms(o, c);
 }
 
 struct native_job {
@@ -176,7 +182,7 @@ static void run_native(const struct bench_opts *o, const struct bench_cell *c, s
 	double ops = NAN;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	out->exit_code = bench_exec_fork(native_child, &job, cell_timeout_ms(c, o->duration_ms), &ops,
+	out->exit_code = bench_exec_fork(native_child, &job, bench_cell_timeout_ms(c, o), &ops,
 					 sizeof(ops));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -186,34 +192,37 @@ static void run_native(const struct bench_opts *o, const struct bench_cell *c, s
 		snprintf(out->why, sizeof(out->why), out->exit_code == -1 ? "timed out" : "native run failed");
 }
 
-void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, const char *tmpdir,
-		    struct bench_run *out)
+unsigned bench_run_args(const struct bench_opts *o, const struct bench_cell *c, const char **args,
+			char (*buf)[32])
 {
-	memset(out, 0, sizeof(*out));
-	out->ops_per_s = NAN;
-	if (c->kind == BENCH_NATIVE) {
-		run_native(o, c, out);
-		return;
-	}
-	char cpus[16], vms[16], pcpus[16], thr[16], dur[32], tmo[32], cs[16], work[16], json[4096];
-	const char *args[ARGS_MAX];
-	unsigned n = 0;
-	unsigned timeout = cell_timeout_ms(c, o->duration_ms);
-	snprintf(cpus, sizeof(cpus), "%u", c->vcpus);
-	snprintf(vms, sizeof(vms), "%u", c->vms);
-	snprintf(pcpus, sizeof(pcpus), "%u", c->pcpus);
-	snprintf(thr, sizeof(thr), "%u", c->spin_threshold);
-	snprintf(dur, sizeof(dur), "%ums", o->duration_ms);
-	snprintf(tmo, sizeof(tmo), "%ums", timeout - 5000);
-	snprintf(cs, sizeof(cs), "%u", o->cs_cycles);
-	snprintf(work, sizeof(work), "%u", o->work_cycles);
-	snprintf(json, sizeof(json), "%s/cell%u.json", tmpdir, c->id);
-	const char *fixed[] = { "-c", cpus, "--vms", vms, "--pcpus", pcpus, "--workload", c->workload,
-				"--lock", c->lock, "--spin-threshold", thr, "--duration", dur,
-				"--timeout", tmo, "--cs-cycles", cs, "--work-cycles", work };
-	for (unsigned i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		args[n++] = fixed[i];
+	unsigned n = 0, b = 0;
 	bool host = !strcmp(c->policy, BENCH_POLICY_HOST);
+#define NUM(fmt, v) (snprintf(buf[b], sizeof(buf[b]), fmt, v), buf[b++])
+	args[n++] = "-c";
+	args[n++] = NUM("%u", c->vcpus);
+	/* A domain member is one VM on the domain's slots; so is each host process. */
+	if (c->mode == BENCH_MODE_PROCESS) {
+		args[n++] = "--vms";
+		args[n++] = NUM("%u", c->vms);
+	}
+	if (c->mode != BENCH_MODE_DOMAIN) {
+		args[n++] = "--pcpus";
+		args[n++] = NUM("%u", c->pcpus);
+	}
+	const char *fixed[] = { "--workload", c->workload, "--lock", c->lock };
+	for (unsigned i = 0; i < 4; i++)
+		args[n++] = fixed[i];
+	args[n++] = "--spin-threshold";
+	args[n++] = NUM("%u", c->spin_threshold);
+	args[n++] = "--duration";
+	args[n++] = NUM("%ums", o->duration_ms);
+	args[n++] = "--timeout";
+	args[n++] = NUM("%ums", bench_cell_timeout_ms(c, o) - 5000);
+	args[n++] = "--cs-cycles";
+	args[n++] = NUM("%u", o->cs_cycles);
+	args[n++] = "--work-cycles";
+	args[n++] = NUM("%u", o->work_cycles);
+#undef NUM
 	args[n++] = host ? "--sched" : "--yield";
 	args[n++] = host ? "host" : c->policy;
 	/* The PV shootdown is a policy of its own in the gang experiment. */
@@ -224,6 +233,81 @@ void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, cons
 		args[n++] = "no-such-lock";
 	}
 	args[n] = NULL;
+	return n;
+}
+
+int bench_read_report(const char *json, struct bench_run *out, double *vm_ops, unsigned nvms,
+		      struct bench_json *keep)
+{
+	struct bench_json j;
+	int r = bench_json_load(json, &j);
+	if (keep)
+		memset(keep, 0, sizeof(*keep));
+	if (r) {
+		snprintf(out->why, sizeof(out->why), "no readable JSON report: %s", strerror(-r));
+		return r;
+	}
+	bool mx = true;
+	int rm = bench_json_bool(&j, "mutual_exclusion_ok", &mx);
+	out->ok = false;
+	if (bench_json_num(&j, "ops_per_s", &out->ops_per_s) || !isfinite(out->ops_per_s)) {
+		out->ops_per_s = NAN;
+		snprintf(out->why, sizeof(out->why), "report has no ops_per_s");
+	} else if (rm == 0 && !mx) {
+		snprintf(out->why, sizeof(out->why), "mutual exclusion violated");
+	} else {
+		out->ok = true;
+	}
+	for (unsigned k = 0; vm_ops && k < nvms; k++) {
+		char key[48];
+		snprintf(key, sizeof(key), "vms.%u.ops_per_s", k);
+		if (bench_json_num(&j, key, &vm_ops[k]) || !isfinite(vm_ops[k]))
+			vm_ops[k] = NAN;
+	}
+	if (keep)
+		*keep = j;
+	else
+		bench_json_free(&j);
+	return out->ok ? 0 : -EINVAL;
+}
+
+/* Room for K VMs' own figures; false when out of memory (the run fails). */
+static bool alloc_vms(const struct bench_cell *c, struct bench_run *out)
+{
+	out->start_spread_ms = out->max_late_ms = NAN;
+	if (c->kind != BENCH_VM || c->vms < 2)
+		return true;
+	out->vm_ops = malloc(c->vms * sizeof(*out->vm_ops));
+	out->vm_start_ns = calloc(c->vms, sizeof(*out->vm_start_ns));
+	if (!out->vm_ops || !out->vm_start_ns) {
+		snprintf(out->why, sizeof(out->why), "out of memory");
+		return false;
+	}
+	for (unsigned k = 0; k < c->vms; k++)
+		out->vm_ops[k] = NAN;
+	return true;
+}
+
+void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, const char *tmpdir,
+		    unsigned rep, struct bench_run *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->ops_per_s = NAN;
+	if (!alloc_vms(c, out))
+		return;
+	if (c->kind == BENCH_NATIVE) {
+		run_native(o, c, out);
+		return;
+	}
+	if (c->mode != BENCH_MODE_PROCESS) {
+		bench_run_procs(o, c, tmpdir, rep, out);
+		return;
+	}
+	char buf[16][32], json[4096];
+	const char *args[ARGS_MAX];
+	unsigned timeout = bench_cell_timeout_ms(c, o);
+	bench_run_args(o, c, args, buf);
+	snprintf(json, sizeof(json), "%s/cell%u.json", tmpdir, c->id);
 
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -236,22 +320,6 @@ void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, cons
 		unlink(json);
 		return;
 	}
-	struct bench_json j;
-	int r = bench_json_load(json, &j);
+	bench_read_report(json, out, out->vm_ops, c->vms > 1 ? c->vms : 0, NULL);
 	unlink(json);
-	if (r) {
-		snprintf(out->why, sizeof(out->why), "no readable JSON report: %s", strerror(-r));
-		return;
-	}
-	bool mx = true;
-	int rm = bench_json_bool(&j, "mutual_exclusion_ok", &mx);
-	if (bench_json_num(&j, "ops_per_s", &out->ops_per_s) || !isfinite(out->ops_per_s)) {
-		out->ops_per_s = NAN;
-		snprintf(out->why, sizeof(out->why), "report has no ops_per_s");
-	} else if (rm == 0 && !mx) {
-		snprintf(out->why, sizeof(out->why), "mutual exclusion violated");
-	} else {
-		out->ok = true;
-	}
-	bench_json_free(&j);
 }

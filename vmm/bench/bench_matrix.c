@@ -22,14 +22,13 @@ static bool lock_waits(const char *lock)
 	return !strncmp(lock, "pv", 2);
 }
 
-static int find(const struct bench_matrix *m, enum bench_kind kind, const char *workload,
-		const char *lock, const char *policy, uint32_t thr, unsigned vms, unsigned vcpus)
+static int find(const struct bench_matrix *m, const struct bench_cell *p)
 {
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
-		if (c->kind == kind && !strcmp(c->workload, workload) && !strcmp(c->lock, lock) &&
-		    !strcmp(c->policy, policy) && c->spin_threshold == thr && c->vms == vms &&
-		    c->vcpus == vcpus)
+		if (c->kind == p->kind && !strcmp(c->workload, p->workload) && !strcmp(c->lock, p->lock) &&
+		    !strcmp(c->policy, p->policy) && c->spin_threshold == p->spin_threshold &&
+		    c->vms == p->vms && c->vcpus == p->vcpus && c->mode == p->mode)
 			return (int)i;
 	}
 	return -1;
@@ -37,8 +36,7 @@ static int find(const struct bench_matrix *m, enum bench_kind kind, const char *
 
 static int add(struct bench_matrix *m, const struct bench_cell *proto, bool auto_added)
 {
-	int i = find(m, proto->kind, proto->workload, proto->lock, proto->policy,
-		     proto->spin_threshold, proto->vms, proto->vcpus);
+	int i = find(m, proto);
 	if (i >= 0) {
 		/* Asked for explicitly after being added as a reference. */
 		m->cells[i].auto_added &= auto_added;
@@ -50,7 +48,7 @@ static int add(struct bench_matrix *m, const struct bench_cell *proto, bool auto
 	*c = *proto;
 	c->id = m->n;
 	c->auto_added = auto_added;
-	c->ref = c->native_ref = -1;
+	c->ref = c->native_ref = c->one_vm_ref = c->process_ref = c->host_procs_ref = -1;
 	c->overcommit = (double)(c->vms * c->vcpus) / c->pcpus;
 	return (int)m->n++;
 }
@@ -64,6 +62,69 @@ static unsigned policies(const struct bench_opts *o, const char **out)
 		if (strcmp(o->policies.v[i], BENCH_POLICY_HOST))
 			out[n++] = o->policies.v[i];
 	return n;
+}
+
+/* Which rows a K-VM cell of this policy gets: --sched host has no domain,
+ * a co-scheduler policy no host-scheduled processes. */
+static bool mode_applies(const struct bench_opts *o, const char *policy, enum bench_mode mode)
+{
+	bool host = !strcmp(policy, BENCH_POLICY_HOST);
+	if (mode == BENCH_MODE_DOMAIN && host)
+		return false;
+	if (mode == BENCH_MODE_HOST_PROCS && !host)
+		return false;
+	return o->modes[mode];
+}
+
+/* proto at K VMs: a cell per mode (one when K is 1), each with its 1x ref. */
+static int add_modes(const struct bench_opts *o, struct bench_matrix *m, struct bench_cell *proto,
+		     int ref)
+{
+	for (int mode = 0; mode < BENCH_MODES; mode++) {
+		if (proto->vms == 1 ? mode != BENCH_MODE_PROCESS : !mode_applies(o, proto->policy, mode))
+			continue;
+		proto->mode = (enum bench_mode)mode;
+		int i = add(m, proto, false);
+		if (i < 0)
+			return i;
+		m->cells[i].ref = ref;
+	}
+	proto->mode = BENCH_MODE_PROCESS;
+	return 0;
+}
+
+/*
+ * K > 1 cells' comparisons: 1 VM of the same size on the same slots (added
+ * when not asked for: the honest denominator of the sum), and the same K VMs
+ * as one process and as host-scheduled processes.
+ */
+static int link_multi_vm(struct bench_matrix *m)
+{
+	unsigned n = m->n;
+	for (unsigned i = 0; i < n; i++) {
+		struct bench_cell *c = &m->cells[i];
+		if (c->kind != BENCH_VM || c->vms < 2)
+			continue;
+		struct bench_cell p = *c;
+		p.vms = 1;
+		p.mode = BENCH_MODE_PROCESS;
+		int one = add(m, &p, true);
+		if (one < 0)
+			return one;
+		c = &m->cells[i];
+		if (m->cells[one].ref < 0)
+			m->cells[one].ref = c->ref;
+		c->one_vm_ref = one;
+		if (c->mode != BENCH_MODE_DOMAIN)
+			continue;
+		p = *c;
+		p.mode = BENCH_MODE_PROCESS;
+		c->process_ref = find(m, &p);
+		p.policy = BENCH_POLICY_HOST;
+		p.mode = BENCH_MODE_HOST_PROCS;
+		c->host_procs_ref = find(m, &p);
+	}
+	return 0;
 }
 
 static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char *err, size_t errlen)
@@ -96,11 +157,9 @@ static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char
 								return parse_fail(err, errlen,
 									    "--overcommit %g on %u pcpus is not a whole number of vCPUs",
 									    o->overcommit.v[x], o->pcpus);
-							int i = add(m, &proto, false);
-							if (i < 0)
+							if (add_modes(o, m, &proto, ref))
 								return parse_fail(err, errlen, "the matrix has more than %d cells",
 									    BENCH_MAX_CELLS);
-							m->cells[i].ref = ref;
 						}
 					m->cells[ref].ref = ref;
 				}
@@ -146,6 +205,8 @@ int bench_matrix_build(const struct bench_opts *o, struct bench_matrix *m, char 
 	if (!m->cells)
 		return parse_fail(err, errlen, "out of memory for the matrix");
 	int r = add_vm_cells(o, m, err, errlen);
+	if (!r && link_multi_vm(m))
+		r = parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
 	if (!r && o->native && add_native_cells(o, m))
 		r = parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
 	if (r) {
@@ -161,6 +222,14 @@ int bench_matrix_build(const struct bench_opts *o, struct bench_matrix *m, char 
 
 void bench_matrix_free(struct bench_matrix *m)
 {
+	for (unsigned i = 0; m->cells && i < m->n; i++) {
+		struct bench_cell *c = &m->cells[i];
+		for (unsigned k = 0; k < c->nruns; k++) {
+			free(c->runs[k].vm_ops);
+			free(c->runs[k].vm_start_ns);
+		}
+		free(c->vm_median);
+	}
 	free(m->cells);
 	m->cells = NULL;
 	m->n = 0;

@@ -69,8 +69,9 @@ static bool block(FILE *dat, const struct bench_matrix *m, const struct panel *p
 	unsigned n = 0;
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
+		/* K processes are in the tables, not the plots: one line per policy */
 		if (c->kind != s->kind || strcmp(c->workload, p->workload) || strcmp(c->lock, p->lock) ||
-		    strcmp(c->policy, s->policy) || c->failed)
+		    strcmp(c->policy, s->policy) || c->failed || c->mode != BENCH_MODE_PROCESS)
 			continue;
 		if (by_thr ? c->vms != s->vms || c->vcpus != s->vcpus : c->spin_threshold != s->spin_threshold)
 			continue;
@@ -100,9 +101,11 @@ static bool block(FILE *dat, const struct bench_matrix *m, const struct panel *p
 static bool first_of_series(const struct bench_matrix *m, unsigned i, bool per_size)
 {
 	const struct bench_cell *c = &m->cells[i];
+	if (c->mode != BENCH_MODE_PROCESS)
+		return false;
 	for (unsigned j = 0; j < i; j++) {
 		const struct bench_cell *d = &m->cells[j];
-		if (d->kind == c->kind && !strcmp(d->workload, c->workload) && !strcmp(d->lock, c->lock) &&
+		if (d->mode == BENCH_MODE_PROCESS && d->kind == c->kind && !strcmp(d->workload, c->workload) && !strcmp(d->lock, c->lock) &&
 		    !strcmp(d->policy, c->policy) && (!per_size || (d->vms == c->vms && d->vcpus == c->vcpus)))
 			return false;
 	}

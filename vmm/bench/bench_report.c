@@ -54,7 +54,16 @@ static const char *status_of(const struct bench_cell *c, char *buf, size_t len)
 static bool same_group(const struct bench_cell *a, const struct bench_cell *b)
 {
 	return a->kind == b->kind && !strcmp(a->workload, b->workload) && !strcmp(a->lock, b->lock) &&
-	       !strcmp(a->policy, b->policy) && a->spin_threshold == b->spin_threshold;
+	       !strcmp(a->policy, b->policy) && a->spin_threshold == b->spin_threshold &&
+	       a->mode == b->mode;
+}
+
+/* The policy as the tables show it: K processes are marked, one process is not. */
+static const char *policy_label(const struct bench_cell *c, char *buf, size_t len)
+{
+	static const char *const suffix[BENCH_MODES] = { "", "@dom", "@procs" };
+	snprintf(buf, len, "%s%s", c->policy, suffix[c->mode]);
+	return buf;
 }
 
 /* Pivot columns: every (VMs, overcommit) the VM cells use, by overcommit. */
@@ -112,8 +121,8 @@ static const struct bench_cell *cell_at(const struct bench_matrix *m, const stru
 static void pivot(FILE *out, const struct bench_matrix *m, const struct col *cols, unsigned ncols,
 		  bool of_native)
 {
-	char b[32], h[32];
-	fprintf(out, "%-10s %-9s %6s %-9s %9s", "workload", "lock", "thr", "policy", "1x ops/s");
+	char b[32], h[32], pl[40];
+	fprintf(out, "%-10s %-9s %6s %-12s %9s", "workload", "lock", "thr", "policy", "1x ops/s");
 	for (unsigned k = 0; k < ncols; k++)
 		fprintf(out, " %9s", col_name(&cols[k], h, sizeof(h)));
 	fputc('\n', out);
@@ -127,7 +136,7 @@ static void pivot(FILE *out, const struct bench_matrix *m, const struct col *col
 		const struct bench_cell *ref = g->ref >= 0 ? &m->cells[g->ref] : NULL;
 		char thr[16];
 		snprintf(thr, sizeof(thr), strncmp(g->lock, "pv", 2) ? "-" : "%u", g->spin_threshold);
-		fprintf(out, "%-10s %-9s %6s %-9s %9s", g->workload, g->lock, thr, g->policy,
+		fprintf(out, "%-10s %-9s %6s %-12s %9s", g->workload, g->lock, thr, policy_label(g, pl, sizeof(pl)),
 			ref ? (ref->failed ? "FAILED" : fmt_ops(ref->median, b, sizeof(b))) : "-");
 		for (unsigned k = 0; k < ncols; k++) {
 			const struct bench_cell *c = cell_at(m, g, &cols[k]);
@@ -144,8 +153,8 @@ static void pivot(FILE *out, const struct bench_matrix *m, const struct col *col
 
 static void cells_table(FILE *out, const struct bench_matrix *m)
 {
-	char med[32], mn[32], mx[32], eff[32], nat[32], st[128], thr[16];
-	fprintf(out, "%-4s %-10s %-9s %6s %-9s %3s %5s %6s %10s %21s %7s %7s %7s  %s\n", "cell",
+	char med[32], mn[32], mx[32], eff[32], nat[32], st[128], thr[16], pl[40];
+	fprintf(out, "%-4s %-10s %-9s %6s %-12s %3s %5s %6s %10s %21s %7s %7s %7s  %s\n", "cell",
 		"workload", "lock", "thr", "policy", "VMs", "vCPUs", "x", "median/s", "min..max",
 		"spread", "eff", "native", "status");
 	for (unsigned i = 0; i < m->n; i++) {
@@ -156,12 +165,62 @@ static void cells_table(FILE *out, const struct bench_matrix *m)
 			 fmt_ops(c->max, mx, sizeof(mx)));
 		char spread[16];
 		snprintf(spread, sizeof(spread), isfinite(c->spread_pct) ? "%.0f%%" : "-", c->spread_pct);
-		fprintf(out, "%-4u %-10s %-9s %6s %-9s %3u %5u %5gx %10s %21s %7s %7s %7s  %s\n", c->id,
-			c->workload, c->lock, thr, c->policy, c->vms, c->vcpus, c->overcommit,
+		fprintf(out, "%-4u %-10s %-9s %6s %-12s %3u %5u %5gx %10s %21s %7s %7s %7s  %s\n", c->id,
+			c->workload, c->lock, thr, policy_label(c, pl, sizeof(pl)), c->vms, c->vcpus, c->overcommit,
 			fmt_ops(c->median, med, sizeof(med)), range, spread,
 			fmt_ratio(c->eff, eff, sizeof(eff)), fmt_ratio(c->of_native, nat, sizeof(nat)),
 			status_of(c, st, sizeof(st)));
 	}
+}
+
+/* "a/b/c" of the per-VM medians, cut at len. */
+static const char *per_vm_list(const struct bench_cell *c, char *buf, size_t len)
+{
+	char one[32];
+	size_t o = 0;
+	buf[0] = '\0';
+	for (unsigned k = 0; c->vm_median && k < c->vms && o + 1 < len; k++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s", k ? "/" : "",
+				      fmt_ops(c->vm_median[k], one, sizeof(one)));
+	return buf[0] ? buf : "-";
+}
+
+/*
+ * Cells with several VMs: the sum of aligned windows beside one VM of the
+ * same size on the same slots (the honest denominator: above 1 only if the
+ * VMs together use the slots better than one does), how evenly the VMs
+ * shared them, and K processes against one process and against the host.
+ */
+static void multi_vm_table(FILE *out, const struct bench_matrix *m)
+{
+	char sum[32], jain[32], mm[32], v1[32], vp[32], vh[32], pl[40], per[160], late[32], sp[32];
+	bool any = false;
+	for (unsigned i = 0; i < m->n; i++)
+		any |= m->cells[i].kind == BENCH_VM && m->cells[i].vms > 1;
+	if (!any)
+		return;
+	fprintf(out, "\nmulti-VM cells: sum = median over reps of the VMs' summed ops/s (one window, "
+		"--start-at for K processes); per-VM = each VM's own median\n");
+	fprintf(out, "%-4s %-10s %-9s %-12s %3s %5s %9s %6s %7s %7s %8s %8s %7s %7s  %s\n", "cell",
+		"workload", "lock", "policy", "VMs", "vCPUs", "sum/s", "jain", "max/min", "vs 1VM",
+		"vs proc", "vs host", "late", "spread", "per-VM ops/s");
+	for (unsigned i = 0; i < m->n; i++) {
+		const struct bench_cell *c = &m->cells[i];
+		if (c->kind != BENCH_VM || c->vms < 2)
+			continue;
+		snprintf(late, sizeof(late), isfinite(c->max_late_ms) ? "%.1fms" : "-", c->max_late_ms);
+		snprintf(sp, sizeof(sp), isfinite(c->start_spread_ms) ? "%.1fms" : "-", c->start_spread_ms);
+		fprintf(out, "%-4u %-10s %-9s %-12s %3u %5u %9s %6s %7s %7s %8s %8s %7s %7s  %s\n", c->id,
+			c->workload, c->lock, policy_label(c, pl, sizeof(pl)), c->vms, c->vcpus,
+			c->failed ? "FAILED" : fmt_ops(c->median, sum, sizeof(sum)),
+			fmt_ratio(c->jain, jain, sizeof(jain)), fmt_ratio(c->max_over_min, mm, sizeof(mm)),
+			fmt_ratio(c->vs_one_vm, v1, sizeof(v1)), fmt_ratio(c->vs_process, vp, sizeof(vp)),
+			fmt_ratio(c->vs_host_procs, vh, sizeof(vh)), late, sp,
+			per_vm_list(c, per, sizeof(per)));
+	}
+	fprintf(out, "vs 1VM = sum / 1 VM of the same vCPUs, lock and policy on the same slots; vs proc = "
+		"@dom / the same VMs in one process (--vms K); vs host = @dom / @procs (K processes under "
+		"--sched host); late = worst start after --start-at; spread = worst gap between the K starts\n");
 }
 
 static void micro_table(FILE *out, const struct bench_micro *mi)
@@ -190,6 +249,7 @@ void bench_report_table(FILE *out, const struct bench_opts *o, const struct benc
 	fprintf(out, "machine: %u CPUs, %s, %s, /dev/kvm from %s\n\n", mc->nproc, mc->cpu, mc->kernel,
 		mc->kvm);
 	cells_table(out, m);
+	multi_vm_table(out, m);
 	fprintf(out, "\novercommit efficiency = median ops/s at N vCPUs on %u slots / median ops/s at "
 		"%u vCPUs on %u slots (same policy; host = --sched host, native = host threads, no VM)\n",
 		o->pcpus, o->pcpus, o->pcpus);
@@ -237,7 +297,9 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 		return -errno;
 	fprintf(f, "id,kind,workload,lock,policy,spin_threshold,vms,vcpus_per_vm,vcpus_total,pcpus,"
 		   "overcommit,auto_added,reps,ok_runs,median_ops_per_s,min_ops_per_s,max_ops_per_s,"
-		   "spread_pct,efficiency,ref_id,of_native,status,exit_code,reason\n");
+		   "spread_pct,efficiency,ref_id,of_native,status,exit_code,reason,mode,per_vm_ops_per_s,"
+		   "jain,max_over_min,vs_1vm,vs_1vm_ref_id,vs_process,vs_host_procs,max_start_late_ms,"
+		   "start_spread_ms\n");
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
 		fprintf(f, "%u,%s,%s,%s,%s,%u,%u,%u,%u,%u,%g,%d,%u,%u", c->id,
@@ -253,6 +315,17 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 		csv_num(f, c->of_native);
 		fprintf(f, ",%s,%d,", c->failed ? "failed" : "ok", c->failed ? c->fail_exit : 0);
 		csv_text(f, c->failed ? c->fail_why : "");
+		fprintf(f, ",%s,", bench_mode_names[c->mode]);
+		for (unsigned k = 0; c->vm_median && k < c->vms; k++)
+			fprintf(f, isfinite(c->vm_median[k]) ? "%s%.10g" : "%s", k ? ";" : "", c->vm_median[k]);
+		csv_num(f, c->jain);
+		csv_num(f, c->max_over_min);
+		csv_num(f, c->vs_one_vm);
+		fprintf(f, ",%d", c->one_vm_ref);
+		csv_num(f, c->vs_process);
+		csv_num(f, c->vs_host_procs);
+		csv_num(f, c->max_late_ms);
+		csv_num(f, c->start_spread_ms);
 		fputc('\n', f);
 	}
 	int r = fclose(f) ? -errno : 0;
@@ -329,6 +402,23 @@ static void json_cell(struct json *j, const struct bench_cell *c)
 	json_f64(j, "spread_pct", c->spread_pct);
 	json_f64(j, "efficiency", c->eff);
 	json_f64(j, "of_native", c->of_native);
+	json_str(j, "mode", bench_mode_names[c->mode]);
+	if (c->kind == BENCH_VM && c->vms > 1) {
+		json_arr(j, "per_vm_ops_per_s");
+		for (unsigned k = 0; c->vm_median && k < c->vms; k++)
+			json_f64(j, NULL, c->vm_median[k]);
+		json_end_arr(j);
+		json_f64(j, "jain", c->jain);
+		json_f64(j, "max_over_min", c->max_over_min);
+		json_f64(j, "vs_1vm", c->vs_one_vm);
+		json_i64(j, "vs_1vm_ref_id", c->one_vm_ref);
+		json_f64(j, "vs_process", c->vs_process);
+		json_i64(j, "process_ref_id", c->process_ref);
+		json_f64(j, "vs_host_procs", c->vs_host_procs);
+		json_i64(j, "host_procs_ref_id", c->host_procs_ref);
+		json_f64(j, "max_start_late_ms", c->max_late_ms);
+		json_f64(j, "start_spread_ms", c->start_spread_ms);
+	}
 	json_arr(j, "runs");
 	for (unsigned k = 0; k < c->nruns; k++) {
 		const struct bench_run *r = &c->runs[k];
@@ -338,6 +428,23 @@ static void json_cell(struct json *j, const struct bench_cell *c)
 		json_i64(j, "exit_code", r->exit_code);
 		json_f64(j, "ops_per_s", r->ops_per_s);
 		json_f64(j, "wall_s", r->wall_s);
+		if (r->vm_ops) {
+			json_arr(j, "vms");
+			for (unsigned k = 0; k < c->vms; k++) {
+				json_obj(j, NULL);
+				json_f64(j, "ops_per_s", r->vm_ops[k]);
+				if (c->mode != BENCH_MODE_PROCESS)
+					json_u64(j, "start_ns", r->vm_start_ns[k]);
+				json_end_obj(j);
+			}
+			json_end_arr(j);
+			if (c->mode != BENCH_MODE_PROCESS) {
+				json_f64(j, "start_spread_ms", r->start_spread_ms);
+				json_f64(j, "max_start_late_ms", r->max_late_ms);
+			}
+			if (c->mode == BENCH_MODE_DOMAIN)
+				json_u64(j, "min_domain_grants", r->min_grants);
+		}
 		if (!r->ok)
 			json_str(j, "reason", r->why);
 		json_end_obj(j);
@@ -378,6 +485,13 @@ int bench_report_json(const char *path, const struct bench_opts *o, const struct
 	json_list_n(&j, "spin_thresholds", &o->thresholds);
 	json_bool(&j, "native", o->native);
 	json_bool(&j, "micro", o->micro);
+	json_arr(&j, "vm_modes");
+	for (int k = 0; k < BENCH_MODES; k++)
+		if (o->modes[k])
+			json_str(&j, NULL, bench_mode_names[k]);
+	json_end_arr(&j);
+	json_u64(&j, "start_margin_ms", o->start_margin_ms);
+	json_u64(&j, "start_margin_learned_ms", bench_start_margin_learned_ms());
 	json_end_obj(&j);
 	json_arr(&j, "cells");
 	for (unsigned i = 0; i < m->n; i++) {

@@ -55,6 +55,57 @@ double bench_spread_pct(double min, double max, double median)
 	return bench_ratio(max - min, median) * 100;
 }
 
+double bench_jain(const double *v, unsigned n)
+{
+	double sum = 0, sq = 0;
+	if (n == 0)
+		return NAN;
+	for (unsigned i = 0; i < n; i++) {
+		if (!isfinite(v[i]) || v[i] < 0)
+			return NAN;
+		sum += v[i];
+		sq += v[i] * v[i];
+	}
+	return sq > 0 ? sum * sum / (n * sq) : NAN;
+}
+
+/* Worst over the runs that have it; NaN when none does. */
+static double worst(const struct bench_cell *c, bool spread)
+{
+	double w = NAN;
+	for (unsigned i = 0; i < c->nruns; i++) {
+		double x = spread ? c->runs[i].start_spread_ms : c->runs[i].max_late_ms;
+		if (isfinite(x) && !(x <= w))
+			w = x;
+	}
+	return w;
+}
+
+/*
+ * K VMs: each VM's median over the reps of its own ops/s (not a split of
+ * the summed median), so one VM starved in every rep shows as starved.
+ */
+static void per_vm(struct bench_cell *c)
+{
+	c->jain = c->max_over_min = NAN;
+	c->start_spread_ms = worst(c, true);
+	c->max_late_ms = worst(c, false);
+	free(c->vm_median);
+	c->vm_median = NULL;
+	if (c->kind != BENCH_VM || c->vms < 2 || !(c->vm_median = malloc(c->vms * sizeof(double))))
+		return;
+	double x[BENCH_MAX_REPS];
+	for (unsigned k = 0; k < c->vms; k++) {
+		unsigned n = 0;
+		for (unsigned i = 0; i < c->nruns; i++)
+			if (c->runs[i].ok && c->runs[i].vm_ops && isfinite(c->runs[i].vm_ops[k]))
+				x[n++] = c->runs[i].vm_ops[k];
+		c->vm_median[k] = bench_median(x, n);
+	}
+	c->jain = bench_jain(c->vm_median, c->vms);
+	c->max_over_min = bench_ratio(bench_max(c->vm_median, c->vms), bench_min(c->vm_median, c->vms));
+}
+
 void bench_stats_cell(struct bench_cell *c)
 {
 	double ok[BENCH_MAX_REPS];
@@ -83,6 +134,15 @@ void bench_stats_cell(struct bench_cell *c)
 	c->min = bench_min(ok, c->nok);
 	c->max = bench_max(ok, c->nok);
 	c->spread_pct = bench_spread_pct(c->min, c->max, c->median);
+	per_vm(c);
+}
+
+/* median of c / median of cell i, when both ran */
+static double vs(const struct bench_matrix *m, const struct bench_cell *c, int i)
+{
+	if (i < 0 || c->failed || m->cells[i].failed)
+		return NAN;
+	return bench_ratio(c->median, m->cells[i].median);
 }
 
 bool bench_stats_matrix(struct bench_matrix *m)
@@ -98,6 +158,9 @@ bool bench_stats_matrix(struct bench_matrix *m)
 		const struct bench_cell *nat = c->native_ref >= 0 ? &m->cells[c->native_ref] : NULL;
 		c->eff = ref && !ref->failed && !c->failed ? bench_ratio(c->median, ref->median) : NAN;
 		c->of_native = nat && !nat->failed && !c->failed ? bench_ratio(c->median, nat->median) : NAN;
+		c->vs_one_vm = vs(m, c, c->one_vm_ref);
+		c->vs_process = vs(m, c, c->process_ref);
+		c->vs_host_procs = vs(m, c, c->host_procs_ref);
 	}
 	return any_failed;
 }

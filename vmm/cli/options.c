@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sched/domain_core.h"
 #include "sched/policy.h"
@@ -52,6 +53,23 @@ static int parse_weight(const char *arg, struct vm_config *cfg, char *err, size_
 				  DOM_WEIGHT_MAX);
 	cfg->weight = (uint32_t)v;
 	cfg->weight_set = true;
+	return 0;
+}
+
+/* Absolute, so K processes started at different moments share one instant;
+ * more than 10 minutes ahead is a mistake (a relative value, another clock). */
+static int parse_start_at(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+{
+	uint64_t v;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (parse_u64(arg, 1, UINT64_MAX, &v))
+		return parse_fail(err, errlen, "--start-at: '%s' is not CLOCK_MONOTONIC nanoseconds", arg);
+	if (v > now + 600ull * 1000000000ull)
+		return parse_fail(err, errlen, "--start-at: %s is more than 10 minutes from now (%llu)", arg,
+				  (unsigned long long)now);
+	cfg->start_at_ns = v;
 	return 0;
 }
 
@@ -203,6 +221,9 @@ const struct cli_opt cli_run_opts[] = {
 	  .help = "with --domain: this VM's share of the domain (cpu.weight)" },
 	{ .name = "name", .metavar = "NAME", .kind = CLI_OPT_STRING, FIELD(vm_name),
 	  .help = "with --domain: this VM's name in `vmm domain status`" },
+	{ .name = "start-at", .metavar = "NS", .kind = CLI_OPT_FN, .parse = parse_start_at, .def_help = "at once",
+	  .help = "start the vCPUs at this CLOCK_MONOTONIC instant (ns), so several\n"
+		  "vmm processes (scripts, vmm bench) measure one window; late: reported" },
 	{ .name = "trace", .metavar = "FILE", .kind = CLI_OPT_STRING, FIELD(trace_path),
 	  .help = "scheduling timeline as Chrome trace-event JSON (Perfetto)" },
 	{ .name = "ple-tracepoint", .metavar = "TP", .kind = CLI_OPT_FN, .parse = parse_tracepoint,

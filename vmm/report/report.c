@@ -203,6 +203,10 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 	if (r->ple_note[0])
 		fprintf(out, "note       --spin-detect ple: %s\n", r->ple_note);
 	fprintf(out, "seccomp    %s\n", cfg->no_seccomp ? "off (--no-seccomp)" : "on (vcpu, loop filters)");
+	/* --start-at: a start more than 1 ms late spoils a shared window; say so */
+	if (cfg->start_at_ns && r->start_late_ns > 1000000)
+		fprintf(out, "start      %.3f ms after --start-at (the VM was not ready in time)\n",
+			(double)r->start_late_ns / 1e6);
 	fprintf(out, "status     %s (exit %d, guest status %u), wall %.3f s\n", report_status_name(s->status),
 		s->status, atomic_load(&r->ctl.guest_status), (double)(r->end_ns - r->start_ns) / 1e9);
 	if (s->all.ops_vcpus) {

@@ -269,6 +269,18 @@ int report_write_json(const char *path, const struct run *r, const struct run_su
 		json_domain(&j, r);
 	json_vm_summary(&j, &s->all);
 	json_u64(&j, "wall_ns", r->end_ns - r->start_ns);
+	/* CLOCK_MONOTONIC: several processes' windows compare on one axis */
+	json_u64(&j, "start_ns", r->start_ns);
+	json_u64(&j, "end_ns", r->end_ns);
+	if (r->cfg->start_at_ns) {
+		json_u64(&j, "start_at_ns", r->cfg->start_at_ns);
+		json_u64(&j, "start_late_ns", r->start_late_ns);
+		json_u64(&j, "start_wait_ns", r->start_wait_ns);
+	} else {
+		json_null(&j, "start_at_ns");
+		json_null(&j, "start_late_ns");
+		json_null(&j, "start_wait_ns");
+	}
 	json_u64(&j, "hypercall_errors", errs);
 	json_exits(&j, &s->exits);
 	json_sched(&j, &s->st_all);
