@@ -461,6 +461,10 @@ void sched_slots_keep(struct sched *s, bool keep)
 {
 	pthread_mutex_lock(&s->mu);
 	s->keep_slots = keep;
+	if (!keep) { /* the seats kept idle so far go now */
+		give_back_idle(s);
+		run_actions_once(s);
+	}
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -143,7 +143,8 @@ int sched_set_policy(struct sched *s, const char *name);
 int sched_slots_online(struct sched *s);
 /* A seat that sits free while nobody is runnable is given back at once
  * (offline, SLOT_OFF), unless keep: then online seats stay online (a
- * domain member whose agent is gone). */
+ * domain member whose agent is gone, or nobody else in the domain waits).
+ * Turning keep off gives the idle ones back now. */
 void sched_slots_keep(struct sched *s, bool keep);
 /* v's state now (for status displays). */
 enum sched_vstate sched_vcpu_state(struct sched *s, int v);

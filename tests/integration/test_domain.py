@@ -473,3 +473,26 @@ def test_policy_changed_live_is_applied_and_marked():
         with open(t) as f:
             names = {e.get("name") for e in json.load(f)["traceEvents"]}
         assert "policy changed" in names, sorted(n for n in names if n)[:40]
+
+
+@harness.nested_stage
+def test_idle_seats_are_kept_while_nobody_waits():
+    """A member alone keeps a seat its vCPUs leave idle (a PV wait and its
+    kick need no round trip through the agent); with a second member
+    waiting, idle seats go back at once."""
+    need_kvm()
+    args = ("-c", "4", "--lock", "pvticket", "--yield", "pv", "--spin-threshold", "64", "--safe-point", "off",
+            "--duration", "1s")
+    with Domain("keep", pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
+        j = os.path.join(d, "alone.json")
+        rc, out, err = _finish(dom.member(*args, json_path=j))
+        assert rc == 0, err[-2000:]
+        alone = _report(j)
+        assert alone["sched"]["waits"] > 0, alone["sched"]  # its vCPUs did leave seats idle
+        assert alone["domain"]["grants"] <= 4, alone["domain"]
+        procs = [dom.member(*args, json_path=os.path.join(d, "r%d.json" % i)) for i in range(2)]
+        for p in procs:
+            rc, out, err = _finish(p)
+            assert rc == 0, err[-2000:]
+        both = [_report(os.path.join(d, "r%d.json" % i))["domain"] for i in range(2)]
+        assert sum(x["grants"] for x in both) > 8, both

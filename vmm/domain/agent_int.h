@@ -62,6 +62,7 @@ struct agent {
 	uint64_t sig_buf[16];
 	int *dirty, ndirty;          /* members whose grant words changed */
 	int nmembers;
+	bool waiting;                /* what the members were last told: someone waits for a slot */
 	uint64_t joins, leaves, refused;
 	bool stop;
 };

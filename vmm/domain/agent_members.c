@@ -85,6 +85,7 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 	if (!rc) {
 		struct dom_grant_live *live = dom_shm_live(&am->shm);
 		snprintf(live->policy, sizeof(live->policy), "%s", j->policy);
+		live->waiting = a->waiting;
 		am->bell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		rc = am->bell < 0 ? -errno : 0;
 	}
@@ -181,6 +182,25 @@ void agent_doorbell(struct agent *a, int m)
 	agent_apply(a);
 }
 
+/*
+ * Whether a seat waits for a slot (queued seats mean every slot is held):
+ * told to every member, and the holders are woken when it becomes true, so
+ * seats they keep idle come back at once. O(M) only when it changes.
+ */
+static void publish_waiting(struct agent *a)
+{
+	bool w = a->core->nqueued > 0;
+	if (w == a->waiting)
+		return;
+	a->waiting = w;
+	for (int m = 0; m < a->max_members; m++)
+		if (a->mem[m].conn >= 0 && a->mem[m].shm.grant)
+			__atomic_store_n(&dom_shm_live(&a->mem[m].shm)->waiting, w, __ATOMIC_RELEASE);
+	for (int s = 0; w && s < a->core->nslots; s++)
+		if (a->core->slot[s].m >= 0)
+			agent_mark_dirty(a, a->core->slot[s].m);
+}
+
 void agent_mark_dirty(struct agent *a, int m)
 {
 	if (!a->mem[m].dirty) {
@@ -216,6 +236,7 @@ void agent_apply(struct agent *a)
 		agent_mark_dirty(a, x->m);
 	}
 	dom_core_clear_actions(c);
+	publish_waiting(a);
 	for (int i = 0; i < a->ndirty; i++) {
 		struct agent_member *am = &a->mem[a->dirty[i]];
 		am->dirty = false;

@@ -297,7 +297,7 @@ static void *link_main(void *arg)
 		return NULL;
 	uint32_t beat = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
 	uint64_t beat_at = now_ns(), published = 0, tried = 0;
-	bool kept = false;
+	bool keeping = false;
 	while (!atomic_load(&l->stopping)) {
 		/* a new agent replaces the segments: this iteration's */
 		struct dom_grant_live *live = dom_shm_live(&l->shm);
@@ -316,11 +316,13 @@ static void *link_main(void *arg)
 			if (why)
 				go_alone(l, why, &t);
 		}
-		bool lost_now = l->lost && !kept;
+		/* idle seats are kept while nobody else waits, and for good once
+		 * the agent is gone (nobody to give them to) */
+		bool keep = l->lost || !__atomic_load_n(&live->waiting, __ATOMIC_ACQUIRE);
 		pthread_mutex_unlock(&l->mu);
-		if (lost_now) { /* nobody gives seats back any more */
-			sched_slots_keep(l->s, true);
-			kept = true;
+		if (keep != keeping) {
+			sched_slots_keep(l->s, keep);
+			keeping = keep;
 		}
 		if (t.give_back)
 			ring(l);
@@ -348,7 +350,7 @@ static void *link_main(void *arg)
 		if (l->lost && now - tried >= LINK_REJOIN_NS) {
 			tried = now;
 			if (try_rejoin(l)) {
-				kept = false;
+				keeping = false;
 				beat = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
 				beat_at = now_ns();
 				continue;

@@ -65,6 +65,10 @@ struct dom_grant_live {
 	uint32_t beat;       /* bumped at every agent tick: a hung agent stops it */
 	uint32_t policy_gen; /* bumped when `vmm domain set --yield` changes ... */
 	char policy[32];     /* ... this (NUL-terminated name) */
+	uint32_t waiting;    /* 1: some seat of the domain waits for a slot (the
+				member gives idle seats back at once); 0: it may
+				keep them (a PV wait and its kick then need no
+				round trip through the agent) */
 };
 /* req segment, line 0 (display and acknowledgement only: the agent shows it,
  * never decides on it) */
