@@ -470,6 +470,9 @@ def test_policy_changed_live_is_applied_and_marked():
         rep = _report(j)
         ch = rep["domain"]["policy_changes"]
         assert len(ch) == 1 and ch[0]["policy"] == "directed" and 0 < ch[0]["at_s"] < 2.5, ch
+        wc = rep["domain"]["weight_changes"]
+        assert len(wc) == 1 and wc[0]["weight"] == 300 and 0 < wc[0]["at_s"] < 2.5, wc
+        assert "weight     300 from" in out or "weight now 300" in err, (out[-1500:], err[-1500:])
         with open(t) as f:
             names = {e.get("name") for e in json.load(f)["traceEvents"]}
         assert "policy changed" in names, sorted(n for n in names if n)[:40]

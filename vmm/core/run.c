@@ -328,13 +328,25 @@ static int domain_sandbox(void *ctx, int sock)
 	return seccomp_enter_domain(sock);
 }
 
+static void on_weight_change(void *ctx, uint32_t weight)
+{
+	struct run *r = ctx;
+	unsigned n = atomic_load(&r->nweight_changes);
+	if (n >= sizeof(r->weight_change) / sizeof(r->weight_change[0]))
+		return;
+	r->weight_change[n].at_ns = monotonic_ns();
+	r->weight_change[n].weight = weight;
+	atomic_store(&r->nweight_changes, n + 1);
+	fprintf(stderr, "vmm: domain %s: weight now %u\n", r->cfg->domain, weight);
+}
+
 static int start_vcpus(struct run *r)
 {
 	/* --sched host: the threads inherit this mask, the host kernel does the rest. */
 	if (r->cfg->sched_mode == SCHED_MODE_HOST && sched_setaffinity(0, sizeof(r->cpus), &r->cpus) < 0)
 		return -errno;
 	if (r->domain) {
-		struct dlink_hooks h = { .on_policy = on_policy_change,
+		struct dlink_hooks h = { .on_policy = on_policy_change, .on_weight = on_weight_change,
 					 .sandbox = r->cfg->no_seccomp ? NULL : domain_sandbox, .ctx = r };
 		int rc = dlink_start(r->domain, r->sched, &h);
 		if (rc) {

@@ -41,6 +41,8 @@ struct run {
 	struct dlink_info dom;      /* what the agent said at the join */
 	struct { uint64_t at_ns; char policy[32]; } policy_change[16]; /* --yield changed live */
 	_Atomic unsigned npolicy_changes;
+	struct { uint64_t at_ns; uint32_t weight; } weight_change[16]; /* --weight changed live */
+	_Atomic unsigned nweight_changes;
 	FILE *json_out;   /* --json, opened before the seccomp filter (report_write_json) */
 	int json_out_err; /* its -errno */
 };

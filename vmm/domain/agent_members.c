@@ -86,6 +86,7 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 		struct dom_grant_live *live = dom_shm_live(&am->shm);
 		snprintf(live->policy, sizeof(live->policy), "%s", j->policy);
 		live->waiting = a->waiting;
+		live->weight = j->weight;
 		am->bell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		rc = am->bell < 0 ? -errno : 0;
 	}

@@ -233,6 +233,8 @@ void agent_set(struct agent *a, int c, const struct dom_msg_set *s)
 			agent_send_error(fd, rc, "weight %u refused", s->weight);
 			return;
 		}
+		__atomic_store_n(&dom_shm_live(&am->shm)->weight, s->weight, __ATOMIC_RELEASE);
+		agent_mark_dirty(a, m); /* the member marks it in its report */
 		agent_apply(a);
 		am->weight_set_ns = now;
 		fprintf(stderr, "vmm: domain %s: member %d: weight %u\n", a->o->name, m, s->weight);

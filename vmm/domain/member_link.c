@@ -65,7 +65,7 @@ struct dlink {
 	bool lost;
 	uint64_t lost_ns;
 	char lost_why[96];
-	uint32_t policy_seen;
+	uint32_t policy_seen, weight_seen;
 	struct dlink_report rep;
 	_Atomic uint32_t local; /* bumped (and woken) to make the link thread look */
 	atomic_bool stopping;
@@ -343,6 +343,12 @@ static void *link_main(void *arg)
 					l->hooks.on_policy(l->hooks.ctx, t.policy);
 			}
 		}
+		uint32_t w = __atomic_load_n(&live->weight, __ATOMIC_ACQUIRE);
+		if (w != l->weight_seen) {
+			l->weight_seen = w;
+			if (l->hooks.on_weight)
+				l->hooks.on_weight(l->hooks.ctx, w);
+		}
 		if (now - published >= LINK_WAKE_NS) {
 			publish_states(l);
 			published = now;
@@ -541,6 +547,7 @@ static bool try_rejoin(struct dlink *l)
 	l->rep.rejoins++;
 	l->rep.rejoin_ns = now_ns();
 	l->policy_seen = __atomic_load_n(&dom_shm_live(&l->shm)->policy_gen, __ATOMIC_ACQUIRE);
+	l->weight_seen = __atomic_load_n(&dom_shm_live(&l->shm)->weight, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&l->mu);
 	dom_shm_destroy(&old);
 	sched_slots_keep(l->s, false);
@@ -557,6 +564,7 @@ int dlink_start(struct dlink *l, struct sched *s, const struct dlink_hooks *h)
 	l->s = s;
 	l->hooks = *h;
 	l->policy_seen = __atomic_load_n(&dom_shm_live(&l->shm)->policy_gen, __ATOMIC_ACQUIRE);
+	l->weight_seen = __atomic_load_n(&dom_shm_live(&l->shm)->weight, __ATOMIC_ACQUIRE);
 	sched_set_slot_cb(s, on_slot, l);
 	sem_init(&l->started, 0, 0);
 	int rc = pthread_create(&l->thr, NULL, link_main, l);

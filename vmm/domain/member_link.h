@@ -69,6 +69,7 @@ int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_in
  * ends and dlink_start returns its error. */
 struct dlink_hooks {
 	void (*on_policy)(void *ctx, const char *name); /* after a live change; may be NULL */
+	void (*on_weight)(void *ctx, uint32_t weight);  /* the agent changed the weight; may be NULL */
 	int (*sandbox)(void *ctx, int sock);            /* run first on the link thread; may be NULL */
 	void *ctx;
 };

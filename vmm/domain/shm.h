@@ -65,6 +65,8 @@ struct dom_grant_live {
 	uint32_t beat;       /* bumped at every agent tick: a hung agent stops it */
 	uint32_t policy_gen; /* bumped when `vmm domain set --yield` changes ... */
 	char policy[32];     /* ... this (NUL-terminated name) */
+	uint32_t weight;     /* the member's weight in the books (changed live by
+				`vmm domain set --weight`: the member's report says when) */
 	uint32_t waiting;    /* 1: some seat of the domain waits for a slot (the
 				member gives idle seats back at once); 0: it may
 				keep them (a PV wait and its kick then need no

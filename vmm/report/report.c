@@ -137,6 +137,10 @@ static void print_domain(FILE *out, const struct run *r)
 	for (unsigned i = 0; i < n; i++)
 		fprintf(out, "yield      %s from %.3f s (changed live)\n", r->policy_change[i].policy,
 			since_start(r, r->policy_change[i].at_ns));
+	n = atomic_load(&r->nweight_changes);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out, "weight     %u from %.3f s (changed live)\n", r->weight_change[i].weight,
+			since_start(r, r->weight_change[i].at_ns));
 	if (d.lost) {
 		char cpus[256] = "";
 		size_t o = 0;

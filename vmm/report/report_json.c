@@ -129,6 +129,16 @@ static void json_domain(struct json *j, const struct run *r)
 		json_end_obj(j);
 	}
 	json_end_arr(j);
+	json_arr(j, "weight_changes");
+	unsigned nw = atomic_load(&r->nweight_changes);
+	for (unsigned i = 0; i < nw; i++) {
+		json_obj(j, NULL);
+		json_u64(j, "weight", r->weight_change[i].weight);
+		json_f64(j, "at_s", r->weight_change[i].at_ns > r->start_ns
+					    ? (double)(r->weight_change[i].at_ns - r->start_ns) / 1e9 : 0.0);
+		json_end_obj(j);
+	}
+	json_end_arr(j);
 	json_end_obj(j);
 }
 
