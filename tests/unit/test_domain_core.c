@@ -137,9 +137,9 @@ static void drain(struct sim *s)
 	fail_if(s, e != NULL, e ? e : "");
 }
 
-static int sim_join(struct sim *s, uint32_t w, int nvcpus, bool busy)
+static int sim_join_f(struct sim *s, uint32_t w, int nvcpus, bool busy, uint32_t flags)
 {
-	int m = dom_core_join(s->c, w, nvcpus, s->now);
+	int m = dom_core_join(s->c, w, nvcpus, flags, s->now);
 	CHECK(m >= 0 && m < MAXM);
 	if (m < 0 || m >= MAXM)
 		return -1;
@@ -150,6 +150,11 @@ static int sim_join(struct sim *s, uint32_t w, int nvcpus, bool busy)
 		drain(s);
 	}
 	return m;
+}
+
+static int sim_join(struct sim *s, uint32_t w, int nvcpus, bool busy)
+{
+	return sim_join_f(s, w, nvcpus, busy, 0);
 }
 
 /* A SIGKILL as the agent sees it: the process is gone, whatever it held. */
@@ -528,10 +533,10 @@ static void test_bad_params_and_events(void)
 	CHECK(dom_core_create(&p, &why) == NULL);
 	struct sim s;
 	sim_init(&s, 2, 10 * MS, 5 * MS);
-	CHECK_EQ(dom_core_join(s.c, 0, 2, 0), -EINVAL);
-	CHECK_EQ(dom_core_join(s.c, 10001, 2, 0), -EINVAL);
-	CHECK_EQ(dom_core_join(s.c, 100, 0, 0), -EINVAL);
-	CHECK_EQ(dom_core_join(s.c, 100, DOM_VCPUS_MAX + 1, 0), -EINVAL);
+	CHECK_EQ(dom_core_join(s.c, 0, 2, 0, 0), -EINVAL);
+	CHECK_EQ(dom_core_join(s.c, 10001, 2, 0, 0), -EINVAL);
+	CHECK_EQ(dom_core_join(s.c, 100, 0, 0, 0), -EINVAL);
+	CHECK_EQ(dom_core_join(s.c, 100, DOM_VCPUS_MAX + 1, 0, 0), -EINVAL);
 	int a = sim_join(&s, 100, 2, true);
 	CHECK_EQ(dom_core_runnable(s.c, a, 2, 0), -EINVAL);
 	CHECK_EQ(dom_core_runnable(s.c, a, -1, 0), -EINVAL);
@@ -542,8 +547,8 @@ static void test_bad_params_and_events(void)
 	CHECK_EQ(dom_core_set_weight(s.c, a, 300, 0), 0);
 	CHECK_EQ(s.c->nact, 0);
 	for (int i = 1; i < MAXM; i++)
-		CHECK(dom_core_join(s.c, 100, 1, 0) >= 0);
-	CHECK_EQ(dom_core_join(s.c, 100, 1, 0), -ENOSPC);
+		CHECK(dom_core_join(s.c, 100, 1, 0, 0) >= 0);
+	CHECK_EQ(dom_core_join(s.c, 100, 1, 0, 0), -ENOSPC);
 	CHECK(dom_core_check(s.c) == NULL);
 	dom_core_destroy(s.c);
 }

@@ -64,7 +64,7 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 	struct agent_conn *k = &a->conn[c];
 	uint64_t now = agent_now();
 	int nseats = (int)j->nseats < a->o->nslots ? (int)j->nseats : a->o->nslots;
-	int m = dom_core_join(a->core, j->weight, nseats, now);
+	int m = dom_core_join(a->core, j->weight, nseats, (j->flags & DOM_JOIN_GANG) ? DOM_MEMBER_GANG : 0, now);
 	if (m < 0) {
 		agent_send_error(k->fd, m, m == -ENOSPC ? "the domain is full (%d members)" : "cannot join (%d)",
 				 m == -ENOSPC ? a->max_members : m);

@@ -429,7 +429,9 @@ int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_in
 	if (fd < 0)
 		return fd;
 	struct dom_msg_join j;
-	int n = dom_proto_join(&j, (uint32_t)p->nvcpus, (uint32_t)p->nvcpus, p->weight, p->policy, p->vm_name);
+	/* A gang VM's seats must be granted together across the domain too. */
+	uint32_t flags = strcmp(p->policy, "gang") == 0 ? DOM_JOIN_GANG : 0;
+	int n = dom_proto_join(&j, (uint32_t)p->nvcpus, (uint32_t)p->nvcpus, p->weight, flags, p->policy, p->vm_name);
 	if (n < 0 || send(fd, &j, (size_t)n, MSG_NOSIGNAL) != n) {
 		snprintf(why, len, "cannot send the join to domain '%s': %s", p->domain, strerror(n < 0 ? -n : errno));
 		close(fd);
