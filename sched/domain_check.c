@@ -109,7 +109,7 @@ const char *dom_core_check(const struct dom_core *c)
 	/* The one exception to work conservation: a gang on top that cannot
 	 * start yet keeps the free slots for itself. */
 	uint64_t end;
-	if (nfree && c->nheap && dg_take(c, c->heap[0], nfree, c->last_now, &end))
+	if (nfree && c->nheap && !c->deferred && dg_take(c, c->heap[0], nfree, c->last_now, &end))
 		return "a slot is free while a queued vCPU could take it";
 	return NULL;
 }

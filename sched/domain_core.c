@@ -217,8 +217,22 @@ static void fill(struct dom_core *c, uint64_t now)
 
 static void finish(struct dom_core *c, uint64_t now)
 {
-	fill(c, now);
+	if (!c->deferred)
+		fill(c, now);
 	raise_floor(c);
+}
+
+void dom_core_defer(struct dom_core *c)
+{
+	c->deferred = true;
+}
+
+void dom_core_commit(struct dom_core *c, uint64_t now)
+{
+	now = clamp_now(c, now);
+	charge(c, now);
+	c->deferred = false;
+	finish(c, now);
 }
 
 static bool valid_vcpu(const struct dom_core *c, int m, int v)

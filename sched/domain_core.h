@@ -122,6 +122,7 @@ struct dom_core {
 	int nqueued;         /* vCPUs queued, all members */
 	int nrevoking;       /* slots with a revoke outstanding */
 	uint64_t min_vtime;  /* monotonic floor: joiners and wakers start here */
+	bool deferred;       /* dom_core_defer: no grants until dom_core_commit */
 	uint64_t last_now;
 	struct dom_action *act;
 	int nact, act_cap;
@@ -158,6 +159,12 @@ int dom_core_handoff(struct dom_core *c, int m, int from, int to,
 		     enum dom_release why, uint64_t now);
 /* Slice ends and hard deadlines up to now. */
 void dom_core_tick(struct dom_core *c, uint64_t now);
+/* Several events as one: until dom_core_commit the events change the books
+ * but grant no free slot; commit then fills them. The agent brackets one
+ * doorbell's req words with these, so a gang whose vCPUs ask together is
+ * seen asking together (else its first vCPU would start it alone). */
+void dom_core_defer(struct dom_core *c);
+void dom_core_commit(struct dom_core *c, uint64_t now);
 
 /* Queries. */
 struct dom_member_stats {

@@ -293,7 +293,7 @@ static void test_bad_params_and_events(void)
 /* ---- random runs ---- */
 
 static uint64_t rng;
-static long n_setgang, n_gang_wait;
+static long n_handoff, n_setgang, n_gang_wait, n_batch;
 static uint64_t rnd(void)
 {
 	rng ^= rng << 13;
@@ -329,7 +329,20 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 			if (live)
 				s.m[m].deaf = rnd() % 4 == 0;
 			break;
-		case 3:
+		case 3: /* several runnables as one doorbell: decided at commit */
+			dom_core_defer(s.c);
+			for (int k = (int)(rnd() % 4); k >= 0; k--) {
+				v = (int)(rnd() % MAXV);
+				st = live && v < s.m[m].nvcpus ? s.c->mem[m].v[v].state : DOM_V_DONE;
+				r = dom_core_runnable(s.c, m, v, s.now);
+				fail_if(&s, (r == 0) != (live && v < s.m[m].nvcpus && st == DOM_V_BLOCKED),
+					"runnable accepted or refused wrongly");
+				fail_if(&s, s.c->nact != 0, "a deferred event granted");
+			}
+			dom_core_commit(s.c, s.now);
+			n_batch++;
+			drain(&s);
+			break;
 		case 4: /* runnable: valid only from BLOCKED */
 			r = dom_core_runnable(s.c, m, v, s.now);
 			fail_if(&s, (r == 0) != (live && v < s.m[m].nvcpus && st == DOM_V_BLOCKED),
@@ -424,7 +437,7 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 static void test_random_runs(void)
 {
 	int runs = 0;
-	n_grant = n_revoke = n_reclaim = n_kill = n_handoff = n_setgang = n_gang_wait = 0;
+	n_grant = n_revoke = n_reclaim = n_kill = n_handoff = n_setgang = n_gang_wait = n_batch = 0;
 	for (uint64_t seed = 1; seed <= 40; seed++) {
 		rng = seed * 0x9e3779b97f4a7c15ull;
 		random_run(seed * 0x9e3779b97f4a7c15ull, 1 + (int)(seed % 4), 5000);
@@ -432,11 +445,11 @@ static void test_random_runs(void)
 	}
 	printf("  %d random runs of 5000 events, invariants after each: %ld grants, "
 	       "%ld revokes, %ld reclaims, %ld leaves, %ld hand-offs, %ld turned gang, "
-	       "%ld events with a gang waiting on kept slots\n", runs, n_grant, n_revoke,
-	       n_reclaim, n_kill, n_handoff, n_setgang, n_gang_wait);
+	       "%ld events with a gang waiting on kept slots, %ld batches\n", runs, n_grant, n_revoke,
+	       n_reclaim, n_kill, n_handoff, n_setgang, n_gang_wait, n_batch);
 	/* Each kind of event really happened, many times. */
 	CHECK(n_grant > 10000 && n_revoke > 1000 && n_reclaim > 100 && n_kill > 100 &&
-	      n_handoff > 1000 && n_setgang > 100 && n_gang_wait > 100);
+	      n_handoff > 1000 && n_setgang > 100 && n_gang_wait > 100 && n_batch > 1000);
 }
 
 int main(void)

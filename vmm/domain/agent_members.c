@@ -145,6 +145,9 @@ void agent_doorbell(struct agent *a, int m)
 {
 	struct agent_member *am = &a->mem[m];
 	uint64_t now = agent_now();
+	/* One doorbell is one decision: a gang's seats that ask together
+	 * start together. */
+	dom_core_defer(a->core);
 	for (int j = 0; j < am->nseats; j++) {
 		uint32_t w = __atomic_load_n(dom_shm_req(&am->shm, j), __ATOMIC_ACQUIRE);
 		if (w == am->seen[j])
@@ -168,6 +171,7 @@ void agent_doorbell(struct agent *a, int m)
 		if (rc)
 			am->bad_words++;
 	}
+	dom_core_commit(a->core, now);
 	agent_apply(a);
 }
 
