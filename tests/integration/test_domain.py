@@ -5,8 +5,9 @@ nothing else changed. With KVM (nested here when there is none): 2 and 4
 members on 2 slots keep mutual exclusion and never have more than 2 vCPUs
 in guest mode (from their traces, on one time axis), a SIGKILLed member's
 slots go to the others, a killed agent leaves members running, a
-SIGSTOPped member cannot keep a slot, weights 1:2 give 1:2, and a live
-policy change is applied and marked."""
+SIGSTOPped member cannot keep a slot, weights 1:2 give 1:2, a live
+policy change is applied and marked, and two gang members each run on
+both their seats at once most of the time."""
 import json
 import mmap
 import os
@@ -429,3 +430,57 @@ def test_policy_changed_live_is_applied_and_marked():
         with open(t) as f:
             names = {e.get("name") for e in json.load(f)["traceEvents"]}
         assert "policy changed" in names, sorted(n for n in names if n)[:40]
+
+
+def _union_ns(spans, k):
+    """How long at least k of the spans overlap (ns)."""
+    ev = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans], key=lambda x: (x[0], x[1]))
+    n, at, total = 0, 0, 0
+    for t, d in ev:
+        if n >= k:
+            total += t - at
+        n += d
+        at = t
+    return total
+
+
+@harness.nested_stage
+def test_gang():
+    """Two gang members (`--yield gang`, 4 vCPUs on 2 seats each) on 2 slots:
+    the domain grants a member's seats together, so while a member runs it
+    mostly runs on both seats at once; still at most 2 vCPUs of the domain
+    in guest mode, and mutual exclusion holds."""
+    need_kvm()
+    grace = "200000" if harness.nested() else "50000"
+    with Domain("gang", pcpus=2, extra=("--grace-us", grace)) as dom, tempfile.TemporaryDirectory() as d:
+        procs = []
+        for i in range(2):
+            j, t = os.path.join(d, "r%d.json" % i), os.path.join(d, "t%d.json" % i)
+            procs.append((dom.member("-c", "4", "--yield", "gang", "--lock", "ticket", "--duration", "1s",
+                                     "--name", "g%d" % i, json_path=j, trace=t), j, t))
+        time.sleep(0.3)
+        st = dom.status()
+        text = dom.vmm("domain", "status", "gang").stdout
+        spans, whole = [], []
+        for p, j, t in procs:
+            rc, out, err = _finish(p)
+            assert rc == 0, (rc, err[-2000:])
+            rep = _report(j)
+            check_mutual_exclusion(rep)
+            assert rep["domain"]["grants"] > 0 and rep["domain"]["agent_lost"] is False, rep["domain"]
+            assert rep["domain"]["reclaims"] == 0, rep["domain"]
+            mine = _running_spans(t)
+            one, both = _union_ns(mine, 1), _union_ns(mine, 2)
+            assert one > 0, ("a gang member never ran", rep["domain"])
+            whole.append(both / one)
+            spans += mine
+        print("    fraction of each member's running time on both seats at once: %s"
+              % ", ".join("%.3f" % w for w in whole))
+        running = [m for m in st["members"] if m["vm"] in ("g0", "g1")]
+        assert len(running) == 2 or any(p.poll() is not None for p, _, _ in procs), st
+        assert all(m["gang"] is True and m["policy"] == "gang" for m in running), running
+        assert " yes " in text and "gang" in text, text
+        assert _max_overlap(spans) <= 2, ("more than 2 vCPUs of the domain held a slot at once", _max_overlap(spans))
+        # Seats granted apart (each slot revoked at its own slice end) would
+        # leave a member on one seat much of the time.
+        assert min(whole) >= 0.8, whole
