@@ -39,6 +39,7 @@ struct seat {
 	enum seat_state st;
 	uint32_t gen;  /* HELD/GIVING: the grant's; FREE/ASKED: the last given back */
 	int slot;
+	bool reclaimed; /* this grant's RECLAIMED is counted */
 };
 
 struct dlink {
@@ -161,6 +162,7 @@ static void read_grants(struct dlink *l, struct todo *t)
 				break; /* the grant it gave back, not a new one */
 			st->gen = gen;
 			st->slot = slot;
+			st->reclaimed = false;
 			l->rep.grants++;
 			if (gone) { /* granted and revoked before we looked */
 				st->st = SEAT_GIVING;
@@ -175,7 +177,8 @@ static void read_grants(struct dlink *l, struct todo *t)
 			if (gen == st->gen && gone) {
 				st->st = SEAT_GIVING;
 				t->offline[t->noff++] = j;
-				if (fl & DOM_GRANT_RECLAIMED)
+				st->reclaimed = fl & DOM_GRANT_RECLAIMED;
+				if (st->reclaimed)
 					l->rep.reclaims++;
 				else
 					l->rep.revokes++;
@@ -189,6 +192,13 @@ static void read_grants(struct dlink *l, struct todo *t)
 			}
 			break;
 		case SEAT_GIVING:
+			/* Revoked, and still not out by the hard deadline (a
+			 * vCPU slow to leave guest mode): the agent took the slot
+			 * back; the report must say so. */
+			if (gen == st->gen && (fl & DOM_GRANT_RECLAIMED) && !st->reclaimed) {
+				st->reclaimed = true;
+				l->rep.reclaims++;
+			}
 			break;
 		}
 	}
