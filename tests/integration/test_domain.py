@@ -6,8 +6,8 @@ members on 2 slots keep mutual exclusion and never have more than 2 vCPUs
 in guest mode (from their traces, on one time axis), a SIGKILLed member's
 slots go to the others, a killed agent leaves members running, a
 SIGSTOPped member cannot keep a slot, weights 1:2 give 1:2, a live
-policy change is applied and marked, and two gang members each run on
-both their seats at once most of the time."""
+policy change is applied and marked, and two gang members have their
+two seats granted together (plain members do not)."""
 import json
 import mmap
 import os
