@@ -31,7 +31,8 @@
  *
  * Cost per event: O(P + P log M) for P slots and M members (the slots are
  * charged and scanned; the queued members sit in a binary min-heap by
- * vtime); never a scan over all vCPUs.
+ * vtime); never a scan over all vCPUs. A gang adds an O(P) scan of its
+ * slots where it is granted or ends a slice (O(P^2) at worst, P <= 256).
  */
 #ifndef VMM_SCHED_DOMAIN_CORE_H
 #define VMM_SCHED_DOMAIN_CORE_H
