@@ -115,8 +115,9 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 	k->member = m;
 	a->joins++;
 	a->nmembers++;
-	fprintf(stderr, "vmm: domain %s: member %d joined: pid %d, uid %u, vm '%s', %u vCPUs on %d seats, weight %u, %s\n",
-		a->o->name, m, (int)k->pid, (unsigned)k->uid, am->vm_name, j->nvcpus, nseats, j->weight, am->policy);
+	fprintf(stderr, "vmm: domain %s: member %d joined: pid %d, uid %u, vm '%s', %u vCPUs on %d seats, weight %u, %s%s\n",
+		a->o->name, m, (int)k->pid, (unsigned)k->uid, am->vm_name, j->nvcpus, nseats, j->weight, am->policy,
+		(j->flags & DOM_JOIN_GANG) ? " (seats granted together)" : "");
 	return 0;
 }
 
