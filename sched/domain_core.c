@@ -188,27 +188,51 @@ static void free_slot(struct dom_core *c, int s)
 }
 
 /* Work conservation: while a slot is free and someone is queued, the member
- * with the least vtime gets it, its oldest queued vCPU first. */
+ * with the least vtime gets it, its oldest queued vCPU first; a gang takes
+ * all its queued vCPUs' slots at once or, while too few are free, keeps
+ * them free for itself (dg_take). */
 static void fill(struct dom_core *c, uint64_t now)
 {
-	for (int s = 0; s < c->nslots && c->nheap; s++) {
-		struct dom_slot *sl = &c->slot[s];
-		if (sl->m >= 0)
-			continue;
+	int nfree = 0, s = 0;
+	for (int i = 0; i < c->nslots; i++)
+		nfree += c->slot[i].m < 0;
+	while (nfree && c->nheap) {
 		int m = c->heap[0];
-		int v = dequeue(c, m);
-		c->mem[m].v[v].state = DOM_V_HOLDING;
-		c->mem[m].v[v].slot = s;
-		c->mem[m].nheld++;
-		*sl = (struct dom_slot){ m, v, now, now + c->slice_ns, false, 0 };
-		emit(c, DOM_ACT_GRANT, m, v, s);
+		uint64_t end;
+		int n = dg_take(c, m, nfree, now, &end);
+		if (!n)
+			break;
+		for (; n; n--, nfree--) {
+			while (c->slot[s].m >= 0)
+				s++;
+			int v = dequeue(c, m);
+			c->mem[m].v[v].state = DOM_V_HOLDING;
+			c->mem[m].v[v].slot = s;
+			c->mem[m].nheld++;
+			c->slot[s] = (struct dom_slot){ m, v, now, end, false, 0 };
+			emit(c, DOM_ACT_GRANT, m, v, s);
+		}
 	}
 }
 
 static void finish(struct dom_core *c, uint64_t now)
 {
-	fill(c, now);
+	if (!c->deferred)
+		fill(c, now);
 	raise_floor(c);
+}
+
+void dom_core_defer(struct dom_core *c)
+{
+	c->deferred = true;
+}
+
+void dom_core_commit(struct dom_core *c, uint64_t now)
+{
+	now = clamp_now(c, now);
+	charge(c, now);
+	c->deferred = false;
+	finish(c, now);
 }
 
 static bool valid_vcpu(const struct dom_core *c, int m, int v)
@@ -219,10 +243,12 @@ static bool valid_vcpu(const struct dom_core *c, int m, int v)
 
 /* ---- events ---- */
 
-int dom_core_join(struct dom_core *c, uint32_t weight, int nvcpus, uint64_t now)
+int dom_core_join(struct dom_core *c, uint32_t weight, int nvcpus, uint32_t flags,
+		  uint64_t now)
 {
 	if (weight < DOM_WEIGHT_MIN || weight > DOM_WEIGHT_MAX || nvcpus < 1 ||
-	    nvcpus > DOM_VCPUS_MAX)
+	    nvcpus > DOM_VCPUS_MAX || (flags & ~DOM_MEMBER_GANG) ||
+	    ((flags & DOM_MEMBER_GANG) && nvcpus > c->nslots))
 		return -EINVAL;
 	now = clamp_now(c, now);
 	int m = 0;
@@ -238,7 +264,7 @@ int dom_core_join(struct dom_core *c, uint32_t weight, int nvcpus, uint64_t now)
 	for (int i = 0; i < nvcpus; i++)
 		v[i] = (struct dom_vcpu){ DOM_V_BLOCKED, -1, -1, -1 };
 	c->mem[m] = (struct dom_member){
-		.used = true, .weight = weight, .nvcpus = nvcpus, .v = v,
+		.used = true, .gang = flags & DOM_MEMBER_GANG, .weight = weight, .nvcpus = nvcpus, .v = v,
 		.qhead = -1, .qtail = -1, .heap_idx = -1,
 		.vtime = c->min_vtime, .vtime_in = c->min_vtime, .joined_ns = now,
 	};
@@ -276,6 +302,36 @@ int dom_core_set_weight(struct dom_core *c, int m, uint32_t weight, uint64_t now
 	x->vtime_in = x->vtime;
 	x->held_in = x->held_ns;
 	x->ncharges = 0;
+	finish(c, now);
+	return 0;
+}
+
+/* Turning gang on makes what m holds one gang now (domain_core.h); the
+ * change never lengthens a hold. */
+int dom_core_set_gang(struct dom_core *c, int m, bool gang, uint64_t now)
+{
+	if (m < 0 || m >= c->max_members || !c->mem[m].used ||
+	    (gang && c->mem[m].nvcpus > c->nslots))
+		return -EINVAL;
+	now = clamp_now(c, now);
+	charge(c, now);
+	struct dom_member *x = &c->mem[m];
+	x->gang = gang;
+	uint64_t end;
+	bool rev;
+	if (gang && dg_held(c, m, &end, &rev))
+		for (int s = 0; s < c->nslots; s++) {
+			struct dom_slot *sl = &c->slot[s];
+			if (sl->m != m)
+				continue;
+			sl->slice_end = end;
+			if (rev && !sl->revoking) {
+				sl->revoking = true;
+				sl->hard_at = now + c->grace_ns;
+				c->nrevoking++;
+				emit(c, DOM_ACT_REVOKE, m, sl->v, s);
+			}
+		}
 	finish(c, now);
 	return 0;
 }
@@ -380,19 +436,32 @@ void dom_core_tick(struct dom_core *c, uint64_t now)
 			exp[j] = exp[j - 1];
 			exp[j - 1] = t;
 		}
+	bool done[256] = { false };
 	for (int i = 0; i < nexp; i++) {
+		if (done[i])
+			continue;
 		struct dom_slot *sl = &c->slot[exp[i]];
+		int m = sl->m;
 		/* Preempt only for someone not yet served by a free or revoked
 		 * slot, and only if the best queued member is not further ahead
 		 * than the holder (the holder's own queued vCPUs count). */
-		if (c->nheap && c->nrevoking + nfree < c->nqueued &&
-		    c->mem[c->heap[0]].vtime <= c->mem[sl->m].vtime) {
-			sl->revoking = true;
-			sl->hard_at = now + c->grace_ns;
-			c->nrevoking++;
-			emit(c, DOM_ACT_REVOKE, sl->m, sl->v, exp[i]);
-		} else {
-			sl->slice_end = now + c->slice_ns;
+		bool rev = c->nheap && c->nrevoking + nfree < c->nqueued &&
+			   c->mem[c->heap[0]].vtime <= c->mem[m].vtime;
+		/* A gang's slots share their slice end, so all of them are in
+		 * exp: what one gets, all get. */
+		for (int j = i; j < (c->mem[m].gang ? nexp : i + 1); j++) {
+			struct dom_slot *sj = &c->slot[exp[j]];
+			if (j != i && !(c->mem[m].gang && sj->m == m))
+				continue;
+			done[j] = true;
+			if (rev) {
+				sj->revoking = true;
+				sj->hard_at = now + c->grace_ns;
+				c->nrevoking++;
+				emit(c, DOM_ACT_REVOKE, sj->m, sj->v, exp[j]);
+			} else {
+				sj->slice_end = now + c->slice_ns;
+			}
 		}
 	}
 	finish(c, now);
@@ -405,7 +474,7 @@ int dom_core_member_stats(const struct dom_core *c, int m, uint64_t now,
 		return -EINVAL;
 	const struct dom_member *x = &c->mem[m];
 	*out = (struct dom_member_stats){ x->weight, x->nvcpus, x->nheld, x->nqueued,
-					  x->held_ns, x->joined_ns, x->reclaims };
+					  x->held_ns, x->joined_ns, x->reclaims, x->gang };
 	/* The held slots' time since their last charge, without charging. */
 	for (int s = 0; s < c->nslots; s++)
 		if (c->slot[s].m == m && now > c->slot[s].charged)

@@ -13,13 +13,26 @@
  * the member's own yield policy moves a slot it holds to a sibling by
  * dom_core_handoff.
  *
+ * A GANG member (DOM_MEMBER_GANG at join, or dom_core_set_gang) has its
+ * queued vCPUs granted together: when it is the least-vtime queued member
+ * and holds nothing, it starts only once as many slots as it has queued
+ * vCPUs are free, and then takes them all in one event with one common
+ * slice end. Until then the free slots are kept for it (the one exception
+ * to "no slot free while anyone is queued") and slots whose slice ended
+ * are revoked for it as for anyone, so it waits at most about one slice
+ * plus grace. A gang's slots end, renew and are revoked together; a vCPU of
+ * a running gang that queues again joins it on a free slot, with the
+ * gang's slice end. Held time is charged as for anyone, so weighted shares
+ * hold; the kept slots' idle time is charged to nobody.
+ *
  * Every event comes from an untrusted member (through the agent), so each
  * one is validated against the state: a bad one returns -EINVAL and changes
  * nothing.
  *
  * Cost per event: O(P + P log M) for P slots and M members (the slots are
  * charged and scanned; the queued members sit in a binary min-heap by
- * vtime); never a scan over all vCPUs.
+ * vtime); never a scan over all vCPUs. A gang adds an O(P) scan of its
+ * slots where it is granted or ends a slice (O(P^2) at worst, P <= 256).
  */
 #ifndef VMM_SCHED_DOMAIN_CORE_H
 #define VMM_SCHED_DOMAIN_CORE_H
@@ -31,6 +44,7 @@
 #define DOM_WEIGHT_DEFAULT 100
 #define DOM_WEIGHT_MAX 10000
 #define DOM_VCPUS_MAX 1024
+#define DOM_MEMBER_GANG 1u /* dom_core_join flags: its vCPUs run together */
 
 enum dom_action_kind {
 	DOM_ACT_GRANT,   /* (m, v) may run on slot now: write its word, wake it */
@@ -69,6 +83,7 @@ struct dom_vcpu {
 
 struct dom_member {
 	bool used;
+	bool gang;         /* its queued vCPUs are granted together */
 	uint32_t weight;
 	int nvcpus;
 	struct dom_vcpu *v;
@@ -108,6 +123,7 @@ struct dom_core {
 	int nqueued;         /* vCPUs queued, all members */
 	int nrevoking;       /* slots with a revoke outstanding */
 	uint64_t min_vtime;  /* monotonic floor: joiners and wakers start here */
+	bool deferred;       /* dom_core_defer: no grants until dom_core_commit */
 	uint64_t last_now;
 	struct dom_action *act;
 	int nact, act_cap;
@@ -119,11 +135,18 @@ void dom_core_destroy(struct dom_core *c);
 
 /* Events. Each returns 0, or -EINVAL / -ENOSPC / -ENOMEM with no change. */
 /* A new member, all its vCPUs BLOCKED; returns its id (>= 0). Its vtime
- * starts at the domain's floor: no credit for the time before it joined. */
-int dom_core_join(struct dom_core *c, uint32_t weight, int nvcpus, uint64_t now);
+ * starts at the domain's floor: no credit for the time before it joined.
+ * flags: DOM_MEMBER_GANG or 0; a gang needs nvcpus <= the slots. */
+int dom_core_join(struct dom_core *c, uint32_t weight, int nvcpus, uint32_t flags,
+		  uint64_t now);
 /* Clean leave and death alike: its slots go to others in this same event. */
 int dom_core_leave(struct dom_core *c, int m, uint64_t now);
 int dom_core_set_weight(struct dom_core *c, int m, uint32_t weight, uint64_t now);
+/* A live change to or from gang (`vmm domain set --yield`). Turning it on
+ * makes what m holds one gang: its slots take the earliest of their slice
+ * ends, and if any is being revoked the others are revoked too. -EINVAL if
+ * m has more vCPUs than the domain has slots. */
+int dom_core_set_gang(struct dom_core *c, int m, bool gang, uint64_t now);
 int dom_core_runnable(struct dom_core *c, int m, int v, uint64_t now);
 /* (m, v) gives its slot back (or, when OVERRUN, reports it is out). */
 int dom_core_release(struct dom_core *c, int m, int v, enum dom_release why,
@@ -137,6 +160,12 @@ int dom_core_handoff(struct dom_core *c, int m, int from, int to,
 		     enum dom_release why, uint64_t now);
 /* Slice ends and hard deadlines up to now. */
 void dom_core_tick(struct dom_core *c, uint64_t now);
+/* Several events as one: until dom_core_commit the events change the books
+ * but grant no free slot; commit then fills them. The agent brackets one
+ * doorbell's req words with these, so a gang whose vCPUs ask together is
+ * seen asking together (else its first vCPU would start it alone). */
+void dom_core_defer(struct dom_core *c);
+void dom_core_commit(struct dom_core *c, uint64_t now);
 
 /* Queries. */
 struct dom_member_stats {
@@ -145,6 +174,7 @@ struct dom_member_stats {
 	uint64_t held_ns;   /* slot time since it joined, up to now */
 	uint64_t joined_ns;
 	uint64_t reclaims;  /* slots taken back at the hard deadline */
+	bool gang;
 };
 /* For `vmm domain status`: -EINVAL for an id not in use. Charges nothing. */
 int dom_core_member_stats(const struct dom_core *c, int m, uint64_t now,

@@ -85,7 +85,7 @@ static const char *check_join(const struct dom_msg_join *m)
 		return "join: nvcpus out of nseats..DOM_VCPUS_MAX";
 	if (!weight_ok(m->weight))
 		return "join: weight out of range";
-	if (m->flags)
+	if (m->flags & ~DOM_JOIN_GANG)
 		return "join: unknown flags";
 	if (!policy_ok(m->policy))
 		return "join: policy is not a known policy name";
@@ -207,11 +207,11 @@ static int finish(const void *m)
 }
 
 int dom_proto_join(struct dom_msg_join *m, uint32_t nseats, uint32_t nvcpus,
-		   uint32_t weight, const char *policy, const char *vm_name)
+		   uint32_t weight, uint32_t flags, const char *policy, const char *vm_name)
 {
 	memset(m, 0, sizeof(*m));
 	hdr_put(&m->h, DOM_MSG_JOIN, sizeof(*m));
-	m->nseats = nseats, m->nvcpus = nvcpus, m->weight = weight;
+	m->nseats = nseats, m->nvcpus = nvcpus, m->weight = weight, m->flags = flags;
 	int r = name_put(m->policy, sizeof(m->policy), policy);
 	if (r == 0)
 		r = name_put(m->vm_name, sizeof(m->vm_name), vm_name);

@@ -49,10 +49,13 @@ struct dom_msg_join {
 	uint32_t nseats;  /* slots it may hold at once: 1..DOM_VCPUS_MAX */
 	uint32_t nvcpus;  /* its VM's vCPUs (for status): nseats..DOM_VCPUS_MAX */
 	uint32_t weight;  /* DOM_WEIGHT_MIN..DOM_WEIGHT_MAX */
-	uint32_t flags;   /* 0 */
+	uint32_t flags;   /* DOM_JOIN_GANG or 0 */
 	char policy[DOM_NAME_MAX]; /* a sched_policy_find name */
 	char vm_name[DOM_NAME_MAX]; /* printable, may be "" */
 };
+
+/* Its seats are granted together across the domain (its --yield is gang). */
+#define DOM_JOIN_GANG 1u
 
 struct dom_msg_join_ok {
 	struct dom_msg_hdr h;
@@ -122,7 +125,7 @@ union dom_msg {
  * -1 and for weight/policy unless `what` names them (policy may be NULL).
  */
 int dom_proto_join(struct dom_msg_join *m, uint32_t nseats, uint32_t nvcpus,
-		   uint32_t weight, const char *policy, const char *vm_name);
+		   uint32_t weight, uint32_t flags, const char *policy, const char *vm_name);
 int dom_proto_leave(struct dom_msg_hdr *m);
 int dom_proto_status(struct dom_msg_status *m, uint32_t flags);
 int dom_proto_set(struct dom_msg_set *m, int32_t member, int32_t pid, uint32_t what,

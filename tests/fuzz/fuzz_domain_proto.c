@@ -55,9 +55,9 @@ static int reencode(const union dom_msg *m, const char *text, void *re, size_t c
 	case DOM_MSG_JOIN: {
 		const struct dom_msg_join *j = &m->join;
 		must(j->nseats >= 1 && j->nseats <= j->nvcpus && j->nvcpus <= DOM_VCPUS_MAX);
-		must(weight(j->weight) && j->flags == 0 && policy(j->policy));
+		must(weight(j->weight) && (j->flags & ~DOM_JOIN_GANG) == 0 && policy(j->policy));
 		must(name(j->vm_name, DOM_NAME_MAX, true));
-		return dom_proto_join(re, j->nseats, j->nvcpus, j->weight, j->policy, j->vm_name);
+		return dom_proto_join(re, j->nseats, j->nvcpus, j->weight, j->flags, j->policy, j->vm_name);
 	}
 	case DOM_MSG_JOIN_OK: {
 		const struct dom_msg_join_ok *k = &m->join_ok;

@@ -83,7 +83,7 @@ def dom_join_ok(member, cpus, nseats=1):
 def dom_seeds():
     return {
         "join": dom(DOM_JOIN, struct.pack("<IIII", 2, 4, 100, 0) + dom_name("holder") + dom_name("vm-1")),
-        "join_max": dom(DOM_JOIN, struct.pack("<IIII", 1024, 1024, 10000, 0) + dom_name("gang")
+        "join_max": dom(DOM_JOIN, struct.pack("<IIII", 1024, 1024, 10000, 1) + dom_name("gang")
                         + dom_name("x" * 31)),
         "join_ok": dom_join_ok(7, [0, 1, 2, 3], nseats=2),
         "join_ok_full": dom_join_ok(0x7FFFFFFF, [1023 - i for i in range(256)], nseats=1024),

@@ -1,259 +1,9 @@
 /*
  * The domain's pure decision core (sched/domain_core.h), driven by fake
- * member VMs on a fake clock. The fakes keep their own books of which vCPU
- * runs on which slot, built only from the actions, and measure slot time
- * themselves: the core's own counters are never what a share check reads.
+ * member VMs on a fake clock (domain_sim.h). Gang members have their own
+ * cases in test_domain_gang.c; the random runs here mix them in.
  */
-#include <errno.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "sched/domain_core.h"
-#include "tests/unit/check.h"
-
-#define US 1000ull
-#define MS (1000 * US)
-#define SEC (1000 * MS)
-#define MAXM 8
-#define MAXV 8
-#define MAXS 8
-
-/* ---- the fake members ---- */
-
-struct fvcpu {
-	bool running;      /* per the actions: holds a slot */
-	int slot;
-	uint64_t since;    /* when it was granted */
-	uint64_t release_at; /* 0: no release scheduled */
-	uint64_t held;     /* slot time, measured here */
-};
-
-struct fmember {
-	bool live;
-	bool busy;          /* every release is a yield: always runnable */
-	bool deaf;          /* ignores REVOKE (a stopped or rogue member) */
-	int nvcpus;
-	struct fvcpu v[MAXV];
-};
-
-struct sim {
-	struct dom_core *c;
-	uint64_t now;
-	uint64_t release_lat;   /* REVOKE -> release of a member that answers */
-	struct fmember m[MAXM];
-	int slot_owner[MAXS][2]; /* (m, v) or -1 */
-	int nact_last;           /* actions of the last event */
-	struct dom_action last[64];
-	bool broken;             /* a check failed: stop the run */
-};
-
-/* What the random runs exercised, all runs together. */
-static long n_grant, n_revoke, n_reclaim, n_kill, n_handoff;
-
-static void sim_init(struct sim *s, int nslots, uint64_t slice, uint64_t grace)
-{
-	memset(s, 0, sizeof(*s));
-	struct dom_params p = { .nslots = nslots, .max_members = MAXM,
-				.slice_ns = slice, .grace_ns = grace };
-	const char *why = NULL;
-	s->c = dom_core_create(&p, &why);
-	CHECK(s->c != NULL);
-	s->release_lat = 20 * US;
-	for (int i = 0; i < MAXS; i++)
-		s->slot_owner[i][0] = s->slot_owner[i][1] = -1;
-}
-
-static void fail_if(struct sim *s, bool bad, const char *what)
-{
-	if (bad && !s->broken) {
-		s->broken = true;
-		fprintf(stderr, "  at t=%llu ns: %s\n", (unsigned long long)s->now, what);
-	}
-	/* Counted when it fails; a run that never failed is one passed check
-	 * (CHECK(!s->broken) at its end), not millions. */
-	if (bad)
-		CHECK(!bad);
-}
-
-static void stop_running(struct sim *s, int m, int v)
-{
-	struct fvcpu *x = &s->m[m].v[v];
-	x->held += s->now - x->since;
-	x->running = false;
-	x->release_at = 0;
-	s->slot_owner[x->slot][0] = s->slot_owner[x->slot][1] = -1;
-}
-
-/* Execute and clear the core's actions as an agent would, then check the
- * core's invariants: after every single event. */
-static void drain(struct sim *s)
-{
-	struct dom_core *c = s->c;
-	s->nact_last = c->nact < 64 ? c->nact : 64;
-	memcpy(s->last, c->act, sizeof(*s->last) * (size_t)s->nact_last);
-	for (int i = 0; i < c->nact && !s->broken; i++) {
-		struct dom_action a = c->act[i];
-		bool ok = a.m >= 0 && a.m < MAXM && s->m[a.m].live && a.v >= 0 &&
-			  a.v < s->m[a.m].nvcpus && a.slot >= 0 && a.slot < c->nslots;
-		fail_if(s, !ok, "an action names a dead member or a bad vCPU/slot");
-		if (!ok)
-			break;
-		struct fvcpu *x = &s->m[a.m].v[a.v];
-		switch (a.kind) {
-		case DOM_ACT_GRANT:
-			n_grant++;
-			/* At most P: a slot someone still holds is never granted. */
-			fail_if(s, s->slot_owner[a.slot][0] >= 0, "grant of a held slot");
-			fail_if(s, x->running, "grant to a vCPU that already holds one");
-			x->running = true;
-			x->slot = a.slot;
-			x->since = s->now;
-			x->release_at = 0;
-			s->slot_owner[a.slot][0] = a.m;
-			s->slot_owner[a.slot][1] = a.v;
-			break;
-		case DOM_ACT_REVOKE:
-			n_revoke++;
-			fail_if(s, !x->running || x->slot != a.slot, "revoke of a slot it does not hold");
-			if (!s->m[a.m].deaf)
-				x->release_at = s->now + s->release_lat;
-			break;
-		case DOM_ACT_RECLAIM:
-			n_reclaim++;
-			fail_if(s, !x->running || x->slot != a.slot, "reclaim of a slot it does not hold");
-			stop_running(s, a.m, a.v);
-			break;
-		case DOM_ACT_MOVE:
-			/* The member moved it first (sim_handoff); the books follow. */
-			fail_if(s, s->slot_owner[a.slot][0] != a.m || s->slot_owner[a.slot][1] != a.v ||
-				!x->running, "move that does not match the member's own");
-			break;
-		}
-	}
-	dom_core_clear_actions(c);
-	const char *e = dom_core_check(c);
-	fail_if(s, e != NULL, e ? e : "");
-}
-
-static int sim_join(struct sim *s, uint32_t w, int nvcpus, bool busy)
-{
-	int m = dom_core_join(s->c, w, nvcpus, s->now);
-	CHECK(m >= 0 && m < MAXM);
-	if (m < 0 || m >= MAXM)
-		return -1;
-	drain(s);
-	s->m[m] = (struct fmember){ .live = true, .busy = busy, .nvcpus = nvcpus };
-	for (int v = 0; v < nvcpus; v++) {
-		CHECK_EQ(dom_core_runnable(s->c, m, v, s->now), 0);
-		drain(s);
-	}
-	return m;
-}
-
-/* A SIGKILL as the agent sees it: the process is gone, whatever it held. */
-static void sim_kill(struct sim *s, int m)
-{
-	for (int v = 0; v < s->m[m].nvcpus; v++)
-		if (s->m[m].v[v].running)
-			stop_running(s, m, v);
-	s->m[m].live = false;
-	n_kill++;
-	CHECK_EQ(dom_core_leave(s->c, m, s->now), 0);
-	drain(s);
-}
-
-static void sim_release(struct sim *s, int m, int v, enum dom_release why)
-{
-	stop_running(s, m, v);
-	CHECK_EQ(dom_core_release(s->c, m, v, why, s->now), 0);
-	drain(s);
-}
-
-/* The member moves from's slot to to itself, then tells the core. */
-static int sim_handoff(struct sim *s, int m, int from, int to, enum dom_release why, bool ok)
-{
-	if (ok) {
-		struct fvcpu *f = &s->m[m].v[from], *t = &s->m[m].v[to];
-		int slot = f->slot;
-		stop_running(s, m, from);
-		t->running = true;
-		t->slot = slot;
-		t->since = s->now;
-		t->release_at = 0;
-		s->slot_owner[slot][0] = m;
-		s->slot_owner[slot][1] = to;
-	}
-	int r = dom_core_handoff(s->c, m, from, to, why, s->now);
-	drain(s);
-	return r;
-}
-
-/* Slot time of m so far, the running part included. */
-static uint64_t held(const struct sim *s, int m)
-{
-	uint64_t t = 0;
-	for (int v = 0; v < s->m[m].nvcpus; v++)
-		t += s->m[m].v[v].held +
-		     (s->m[m].v[v].running ? s->now - s->m[m].v[v].since : 0);
-	return t;
-}
-
-/* Busy members only: run the clock to t_end, answering revokes. */
-static void run_until(struct sim *s, uint64_t t_end)
-{
-	while (!s->broken) {
-		uint64_t next = dom_core_next_deadline(s->c);
-		for (int m = 0; m < MAXM; m++)
-			for (int v = 0; s->m[m].live && v < s->m[m].nvcpus; v++)
-				if (s->m[m].v[v].release_at && s->m[m].v[v].release_at < next)
-					next = s->m[m].v[v].release_at;
-		if (next > t_end) {
-			s->now = t_end;
-			return;
-		}
-		if (next > s->now)
-			s->now = next;
-		for (int m = 0; m < MAXM; m++)
-			for (int v = 0; s->m[m].live && v < s->m[m].nvcpus; v++)
-				if (s->m[m].v[v].release_at && s->m[m].v[v].release_at <= s->now)
-					sim_release(s, m, v, s->m[m].busy ? DOM_REL_YIELD : DOM_REL_BLOCK);
-		if (dom_core_next_deadline(s->c) <= s->now) {
-			dom_core_tick(s->c, s->now);
-			drain(s);
-			/* No busy loop: a tick leaves nothing due. */
-			fail_if(s, dom_core_next_deadline(s->c) <= s->now, "a tick left work due now");
-		}
-	}
-}
-
-/* ---- shares ---- */
-
-static double wsum(const uint32_t *w, int n)
-{
-	double t = 0;
-	for (int i = 0; i < n; i++)
-		t += w[i];
-	return t;
-}
-
-/* Is every member's measured share within tol of w_i / sum(w)? */
-static bool shares_within(const uint64_t *got, const uint32_t *w, int n, double tol)
-{
-	double tot = 0, wsum = 0;
-	for (int i = 0; i < n; i++) {
-		tot += (double)got[i];
-		wsum += w[i];
-	}
-	for (int i = 0; i < n; i++) {
-		double want = w[i] / wsum, share = got[i] / tot;
-		if (fabs(share / want - 1) > tol) {
-			return false;
-		}
-	}
-	return true;
-}
+#include "tests/unit/domain_sim.h"
 
 /* n busy members of the given weights, 4 vCPUs each, on nslots for 10 s. */
 static void check_weights(const uint32_t *w, const uint32_t *wrong, int n, int nslots)
@@ -300,14 +50,6 @@ static void test_weights_1_1_2(void)
 }
 
 /* ---- faults ---- */
-
-static int count_acts(const struct sim *s, enum dom_action_kind k, int m)
-{
-	int n = 0;
-	for (int i = 0; i < s->nact_last; i++)
-		n += s->last[i].kind == k && s->last[i].m == m;
-	return n;
-}
 
 static void test_killed_holder(void)
 {
@@ -528,10 +270,10 @@ static void test_bad_params_and_events(void)
 	CHECK(dom_core_create(&p, &why) == NULL);
 	struct sim s;
 	sim_init(&s, 2, 10 * MS, 5 * MS);
-	CHECK_EQ(dom_core_join(s.c, 0, 2, 0), -EINVAL);
-	CHECK_EQ(dom_core_join(s.c, 10001, 2, 0), -EINVAL);
-	CHECK_EQ(dom_core_join(s.c, 100, 0, 0), -EINVAL);
-	CHECK_EQ(dom_core_join(s.c, 100, DOM_VCPUS_MAX + 1, 0), -EINVAL);
+	CHECK_EQ(dom_core_join(s.c, 0, 2, 0, 0), -EINVAL);
+	CHECK_EQ(dom_core_join(s.c, 10001, 2, 0, 0), -EINVAL);
+	CHECK_EQ(dom_core_join(s.c, 100, 0, 0, 0), -EINVAL);
+	CHECK_EQ(dom_core_join(s.c, 100, DOM_VCPUS_MAX + 1, 0, 0), -EINVAL);
 	int a = sim_join(&s, 100, 2, true);
 	CHECK_EQ(dom_core_runnable(s.c, a, 2, 0), -EINVAL);
 	CHECK_EQ(dom_core_runnable(s.c, a, -1, 0), -EINVAL);
@@ -542,8 +284,8 @@ static void test_bad_params_and_events(void)
 	CHECK_EQ(dom_core_set_weight(s.c, a, 300, 0), 0);
 	CHECK_EQ(s.c->nact, 0);
 	for (int i = 1; i < MAXM; i++)
-		CHECK(dom_core_join(s.c, 100, 1, 0) >= 0);
-	CHECK_EQ(dom_core_join(s.c, 100, 1, 0), -ENOSPC);
+		CHECK(dom_core_join(s.c, 100, 1, 0, 0) >= 0);
+	CHECK_EQ(dom_core_join(s.c, 100, 1, 0, 0), -ENOSPC);
 	CHECK(dom_core_check(s.c) == NULL);
 	dom_core_destroy(s.c);
 }
@@ -551,6 +293,7 @@ static void test_bad_params_and_events(void)
 /* ---- random runs ---- */
 
 static uint64_t rng;
+static long n_handoff, n_setgang, n_gang_wait, n_batch;
 static uint64_t rnd(void)
 {
 	rng ^= rng << 13;
@@ -572,7 +315,10 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 		s.now += rnd() % (3 * MS);
 		switch (rnd() % 11) {
 		case 0: /* join */
-			if (!live)
+			if (!live && rnd() % 3 == 0) /* a gang fits the slots */
+				sim_join_f(&s, 1 + (uint32_t)(rnd() % 400), 1 + (int)(rnd() % nslots), rnd() & 1,
+					   DOM_MEMBER_GANG);
+			else if (!live)
 				sim_join(&s, 1 + (uint32_t)(rnd() % 400), 1 + (int)(rnd() % MAXV), rnd() & 1);
 			break;
 		case 1: /* leave or death: the same to the core */
@@ -583,7 +329,20 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 			if (live)
 				s.m[m].deaf = rnd() % 4 == 0;
 			break;
-		case 3:
+		case 3: /* several runnables as one doorbell: decided at commit */
+			dom_core_defer(s.c);
+			for (int k = (int)(rnd() % 4); k >= 0; k--) {
+				v = (int)(rnd() % MAXV);
+				st = live && v < s.m[m].nvcpus ? s.c->mem[m].v[v].state : DOM_V_DONE;
+				r = dom_core_runnable(s.c, m, v, s.now);
+				fail_if(&s, (r == 0) != (live && v < s.m[m].nvcpus && st == DOM_V_BLOCKED),
+					"runnable accepted or refused wrongly");
+				fail_if(&s, s.c->nact != 0, "a deferred event granted");
+			}
+			dom_core_commit(s.c, s.now);
+			n_batch++;
+			drain(&s);
+			break;
 		case 4: /* runnable: valid only from BLOCKED */
 			r = dom_core_runnable(s.c, m, v, s.now);
 			fail_if(&s, (r == 0) != (live && v < s.m[m].nvcpus && st == DOM_V_BLOCKED),
@@ -626,8 +385,15 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 			break;
 		}
 		case 7:
-			if (live)
+			if (live && rnd() % 2) {
+				bool g = rnd() % 2;
+				r = dom_core_set_gang(s.c, m, g, s.now);
+				fail_if(&s, (r == 0) != (!g || s.m[m].nvcpus <= nslots),
+					"set_gang accepted or refused wrongly");
+				n_setgang += r == 0 && g;
+			} else if (live) {
 				dom_core_set_weight(s.c, m, 1 + (uint32_t)(rnd() % 400), s.now);
+			}
 			drain(&s);
 			break;
 		default: /* time passes: answer revokes, tick at deadlines */
@@ -640,8 +406,18 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 			for (int j = 0; s.m[i].live && j < s.m[i].nvcpus; j++)
 				nrun += s.m[i].v[j].running;
 		fail_if(&s, nrun > nslots, "more vCPUs hold slots than there are slots");
-		fail_if(&s, s.c->nqueued > 0 && nrun < nslots,
-			"a slot is idle while vCPUs are queued");
+		/* ... and none idles while vCPUs are queued, unless the least-vtime
+		 * one is a gang that waits: for more free slots than it has
+		 * queued vCPUs, or for its own revoked slots to come back. */
+		if (s.c->nqueued > 0 && nrun < nslots) {
+			const struct dom_member *top = &s.c->mem[s.c->heap[0]];
+			bool out = false;
+			for (int k = 0; k < nslots; k++)
+				out |= s.c->slot[k].m == s.c->heap[0] && s.c->slot[k].revoking;
+			bool waits = top->gang && (out || (!top->nheld && top->nqueued > nslots - nrun));
+			fail_if(&s, !waits, "a slot is idle while vCPUs are queued");
+			n_gang_wait += waits;
+		}
 		/* The core's accounting is what the fakes measured, to the ns. */
 		for (int i = 0; i < MAXM && !s.broken; i++) {
 			struct dom_member_stats st;
@@ -661,18 +437,19 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 static void test_random_runs(void)
 {
 	int runs = 0;
-	n_grant = n_revoke = n_reclaim = n_kill = n_handoff = 0;
+	n_grant = n_revoke = n_reclaim = n_kill = n_handoff = n_setgang = n_gang_wait = n_batch = 0;
 	for (uint64_t seed = 1; seed <= 40; seed++) {
 		rng = seed * 0x9e3779b97f4a7c15ull;
 		random_run(seed * 0x9e3779b97f4a7c15ull, 1 + (int)(seed % 4), 5000);
 		runs++;
 	}
 	printf("  %d random runs of 5000 events, invariants after each: %ld grants, "
-	       "%ld revokes, %ld reclaims, %ld leaves, %ld hand-offs\n", runs, n_grant, n_revoke,
-	       n_reclaim, n_kill, n_handoff);
+	       "%ld revokes, %ld reclaims, %ld leaves, %ld hand-offs, %ld turned gang, "
+	       "%ld events with a gang waiting on kept slots, %ld batches\n", runs, n_grant, n_revoke,
+	       n_reclaim, n_kill, n_handoff, n_setgang, n_gang_wait, n_batch);
 	/* Each kind of event really happened, many times. */
 	CHECK(n_grant > 10000 && n_revoke > 1000 && n_reclaim > 100 && n_kill > 100 &&
-	      n_handoff > 1000);
+	      n_handoff > 1000 && n_setgang > 100 && n_gang_wait > 100 && n_batch > 1000);
 }
 
 int main(void)

@@ -114,7 +114,7 @@ static const int cpus[4] = { 0, 3, CPU_SETSIZE - 1, -1 };
 
 static void build_all(void)
 {
-	CHECK_EQ(dom_proto_join(&join, 2, 4, 300, "holder", "vm-1"), sizeof(join));
+	CHECK_EQ(dom_proto_join(&join, 2, 4, 300, 0, "holder", "vm-1"), sizeof(join));
 	CHECK_EQ(dom_proto_join_ok(&jok, 7, 4, 2, 0x1122334455667788ull, 10000000, 5000000, cpus),
 		 sizeof(jok));
 	CHECK_EQ(dom_proto_status(&st, DOM_STATUS_JSON), sizeof(st));
@@ -180,7 +180,7 @@ static void test_round_trip(void)
 	for (const char *const *n = sched_policy_names(); *n; n++) {
 		struct dom_msg_join j;
 		struct dom_msg_set s;
-		CHECK_EQ(dom_proto_join(&j, 1, 1, 100, *n, ""), sizeof(j));
+		CHECK_EQ(dom_proto_join(&j, 1, 1, 100, 0, *n, ""), sizeof(j));
 		CHECK_EQ(dec(&j, sizeof(j)), DOM_MSG_JOIN);
 		CHECK(!strcmp(out.join.policy, *n));
 		CHECK_EQ(dom_proto_set(&s, -1, 42, DOM_SET_POLICY, 0, *n), sizeof(s));
@@ -201,8 +201,8 @@ static void test_encoders_canonical(void)
 	struct dom_msg_join x, y;
 	memset(&x, 0xff, sizeof(x));
 	memset(&y, 0x00, sizeof(y));
-	dom_proto_join(&x, 1, 2, 3, "none", "v");
-	dom_proto_join(&y, 1, 2, 3, "none", "v");
+	dom_proto_join(&x, 1, 2, 3, 0, "none", "v");
+	dom_proto_join(&y, 1, 2, 3, 0, "none", "v");
 	CHECK(!memcmp(&x, &y, sizeof(x)));
 	int c[2] = { 1, 2 };
 	struct dom_msg_join_ok p, q;
@@ -223,20 +223,23 @@ static void test_encoders_refuse(void)
 	struct dom_msg_join j;
 	struct dom_msg_set s;
 	struct dom_msg_error e;
-	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, n32, ""), -ENAMETOOLONG);
-	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, "none", n32), -ENAMETOOLONG);
-	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, "none", n32 + 1), sizeof(j)); /* 31 fit */
+	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, 0, n32, ""), -ENAMETOOLONG);
+	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, 0, "none", n32), -ENAMETOOLONG);
+	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, 0, "none", n32 + 1), sizeof(j)); /* 31 fit */
 	CHECK_EQ(dom_proto_set(&s, 0, 0, DOM_SET_POLICY, 0, n32), -ENAMETOOLONG);
 	CHECK_EQ(dom_proto_error(&e, -EIO, n160), -ENAMETOOLONG);
 	CHECK_EQ(dom_proto_error(&e, -EIO, n160 + 1), sizeof(e)); /* 159 fit */
 
 	/* what a decoder would refuse is never sent */
-	CHECK_EQ(dom_proto_join(&j, 0, 1, 100, "none", ""), -EINVAL);
-	CHECK_EQ(dom_proto_join(&j, 2, 1, 100, "none", ""), -EINVAL);
-	CHECK_EQ(dom_proto_join(&j, 1, 1, 0, "none", ""), -EINVAL);
-	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, "nosuch", ""), -EINVAL);
-	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, "none", "tab\there"), -EINVAL);
-	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, NULL, ""), -EINVAL);
+	CHECK_EQ(dom_proto_join(&j, 0, 1, 100, 0, "none", ""), -EINVAL);
+	CHECK_EQ(dom_proto_join(&j, 2, 1, 100, 0, "none", ""), -EINVAL);
+	CHECK_EQ(dom_proto_join(&j, 1, 1, 0, 0, "none", ""), -EINVAL);
+	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, 0, "nosuch", ""), -EINVAL);
+	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, 0, "none", "tab\there"), -EINVAL);
+	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, 2, "gang", ""), -EINVAL);
+	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, DOM_JOIN_GANG, "gang", ""), sizeof(j));
+	CHECK_EQ(j.flags, DOM_JOIN_GANG);
+	CHECK_EQ(dom_proto_join(&j, 1, 1, 100, 0, NULL, ""), -EINVAL);
 	CHECK_EQ(dom_proto_status(&st, 2), -EINVAL);
 	CHECK_EQ(dom_proto_set(&s, -1, 0, DOM_SET_WEIGHT, 1, NULL), -EINVAL);
 	CHECK_EQ(dom_proto_set(&s, 0, 0, 0, 1, NULL), -EINVAL);
@@ -321,25 +324,27 @@ static void test_join_fields(void)
 {
 	build_all();
 	struct dom_msg_join m;
-	CHECK_EQ(dom_proto_join(&m, 1, 1, 100, "none", ""), sizeof(m));
+	CHECK_EQ(dom_proto_join(&m, 1, 1, 100, 0, "none", ""), sizeof(m));
 	T32(m, nseats, 0, false);
 	T32(m, nseats, 1, true);
 	T32(m, nvcpus, DOM_VCPUS_MAX, true);
 	T32(m, nvcpus, DOM_VCPUS_MAX + 1, false);
 	T32(m, nvcpus, 0, false); /* below nseats */
 	T32(m, nvcpus, UINT32_MAX, false);
-	CHECK_EQ(dom_proto_join(&m, DOM_VCPUS_MAX, DOM_VCPUS_MAX, 100, "none", ""), sizeof(m));
+	CHECK_EQ(dom_proto_join(&m, DOM_VCPUS_MAX, DOM_VCPUS_MAX, 100, 0, "none", ""), sizeof(m));
 	T32(m, nseats, DOM_VCPUS_MAX + 1, false);
 	T32(m, nseats, DOM_VCPUS_MAX - 1, true);
 	T32(m, nseats, UINT32_MAX, false);
-	CHECK_EQ(dom_proto_join(&m, 5, 5, 100, "none", ""), sizeof(m));
+	CHECK_EQ(dom_proto_join(&m, 5, 5, 100, 0, "none", ""), sizeof(m));
 	T32(m, nvcpus, 4, false);
 	T32(m, nvcpus, 6, true);
 	T32(m, weight, DOM_WEIGHT_MIN - 1, false);
 	T32(m, weight, DOM_WEIGHT_MIN, true);
 	T32(m, weight, DOM_WEIGHT_MAX, true);
 	T32(m, weight, DOM_WEIGHT_MAX + 1, false);
-	T32(m, flags, 1, false);
+	T32(m, flags, DOM_JOIN_GANG, true);
+	T32(m, flags, DOM_JOIN_GANG << 1, false);
+	T32(m, flags, DOM_JOIN_GANG | 4, false);
 	T32(m, flags, 0x80000000u, false);
 	TSTR(m, policy, "nosuch", 6, false);
 	TSTR(m, policy, "holde", 5, false);

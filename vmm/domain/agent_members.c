@@ -64,7 +64,7 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 	struct agent_conn *k = &a->conn[c];
 	uint64_t now = agent_now();
 	int nseats = (int)j->nseats < a->o->nslots ? (int)j->nseats : a->o->nslots;
-	int m = dom_core_join(a->core, j->weight, nseats, now);
+	int m = dom_core_join(a->core, j->weight, nseats, (j->flags & DOM_JOIN_GANG) ? DOM_MEMBER_GANG : 0, now);
 	if (m < 0) {
 		agent_send_error(k->fd, m, m == -ENOSPC ? "the domain is full (%d members)" : "cannot join (%d)",
 				 m == -ENOSPC ? a->max_members : m);
@@ -117,8 +117,9 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 	k->member = m;
 	a->joins++;
 	a->nmembers++;
-	fprintf(stderr, "vmm: domain %s: member %d joined: pid %d, uid %u, vm '%s', %u vCPUs on %d seats, weight %u, %s\n",
-		a->o->name, m, (int)k->pid, (unsigned)k->uid, am->vm_name, j->nvcpus, nseats, j->weight, am->policy);
+	fprintf(stderr, "vmm: domain %s: member %d joined: pid %d, uid %u, vm '%s', %u vCPUs on %d seats, weight %u, %s%s\n",
+		a->o->name, m, (int)k->pid, (unsigned)k->uid, am->vm_name, j->nvcpus, nseats, j->weight, am->policy,
+		(j->flags & DOM_JOIN_GANG) ? " (seats granted together)" : "");
 	return 0;
 }
 
@@ -149,6 +150,9 @@ void agent_doorbell(struct agent *a, int m)
 {
 	struct agent_member *am = &a->mem[m];
 	uint64_t now = agent_now();
+	/* One doorbell is one decision: a gang's seats that ask together
+	 * start together. */
+	dom_core_defer(a->core);
 	for (int j = 0; j < am->nseats; j++) {
 		uint32_t w = __atomic_load_n(dom_shm_req(&am->shm, j), __ATOMIC_ACQUIRE);
 		if (w == am->seen[j])
@@ -180,6 +184,7 @@ void agent_doorbell(struct agent *a, int m)
 		if (rc)
 			am->bad_words++;
 	}
+	dom_core_commit(a->core, now);
 	agent_apply(a);
 }
 

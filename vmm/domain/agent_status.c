@@ -101,6 +101,7 @@ static void write_json(struct agent *a, FILE *f, uint64_t now)
 		json_str(&j, "vm", am->vm_name);
 		json_u64(&j, "weight", v.st.weight);
 		json_str(&j, "policy", v.policy);
+		json_bool(&j, "gang", v.st.gang);
 		json_bool(&j, "policy_applied", v.policy_ack == v.policy_gen);
 		if (am->policy_set_ns)
 			json_u64(&j, "policy_set_ns", am->policy_set_ns);
@@ -154,8 +155,8 @@ static void write_text(struct agent *a, FILE *f, uint64_t now)
 	}
 	fprintf(f, "members: %d\n", a->nmembers);
 	if (a->nmembers)
-		fprintf(f, "  %-3s %-8s %-12s %6s %-10s %5s %5s %4s %6s %10s %7s %8s\n", "id", "pid", "vm", "weight", "policy",
-			"vcpus", "seats", "held", "queued", "slot time", "share", "reclaims");
+		fprintf(f, "  %-3s %-8s %-12s %6s %-10s %-4s %5s %5s %4s %6s %10s %7s %8s\n", "id", "pid", "vm", "weight",
+			"policy", "gang", "vcpus", "seats", "held", "queued", "slot time", "share", "reclaims");
 	for (int m = 0; m < a->max_members; m++) {
 		struct agent_member *am = &a->mem[m];
 		if (am->conn < 0)
@@ -164,8 +165,8 @@ static void write_text(struct agent *a, FILE *f, uint64_t now)
 		view(a, m, now, &v);
 		char pol[48];
 		snprintf(pol, sizeof(pol), "%s%s", v.policy, v.policy_ack == v.policy_gen ? "" : "*");
-		fprintf(f, "  %-3d %-8d %-12s %6u %-10s %5d %5d %4d %6d %9.3fs %6.1f%% %8llu\n", m, (int)am->pid,
-			am->vm_name[0] ? am->vm_name : "-", v.st.weight, pol, am->nvcpus, am->nseats, v.st.nheld,
+		fprintf(f, "  %-3d %-8d %-12s %6u %-10s %-4s %5d %5d %4d %6d %9.3fs %6.1f%% %8llu\n", m, (int)am->pid,
+			am->vm_name[0] ? am->vm_name : "-", v.st.weight, pol, v.st.gang ? "yes" : "no", am->nvcpus, am->nseats, v.st.nheld,
 			v.st.nqueued, (double)v.st.held_ns / 1e9, 100.0 * share(&v.st, a->core->nslots, now),
 			(unsigned long long)v.st.reclaims);
 		fprintf(f, "      vcpus:");
@@ -176,7 +177,8 @@ static void write_text(struct agent *a, FILE *f, uint64_t now)
 		fprintf(f, "\n");
 	}
 	if (a->nmembers)
-		fprintf(f, "share: of the domain's slot time since the member joined; * policy change not applied yet\n");
+		fprintf(f, "share: of the domain's slot time since the member joined; * policy change not applied yet;\n"
+			   "gang: its seats are granted together across the domain\n");
 }
 
 void agent_status(struct agent *a, int c, uint32_t flags)
@@ -240,6 +242,13 @@ void agent_set(struct agent *a, int c, const struct dom_msg_set *s)
 		fprintf(stderr, "vmm: domain %s: member %d: weight %u\n", a->o->name, m, s->weight);
 	}
 	if (s->what & DOM_SET_POLICY) {
+		/* The books first: a gang needs its seats granted together. */
+		bool gang = strcmp(s->policy, "gang") == 0;
+		int rc = gang == a->core->mem[m].gang ? 0 : dom_core_set_gang(a->core, m, gang, now);
+		if (rc) {
+			agent_send_error(fd, rc, "yield policy %s refused", s->policy);
+			return;
+		}
 		struct dom_grant_live *live = dom_shm_live(&am->shm);
 		/* the name first, then its gen: the member reads them in that order reversed */
 		memset(live->policy, 0, sizeof(live->policy));

@@ -430,7 +430,9 @@ static int join_on(int fd, const char *domain, int nvcpus, int max, uint32_t wei
 		   const char *vm_name, struct dom_shm *shm, int *bell, struct dlink_info *in, char *why, size_t len)
 {
 	struct dom_msg_join j;
-	int n = dom_proto_join(&j, (uint32_t)max, (uint32_t)nvcpus, weight, policy, vm_name);
+	/* A gang VM's seats must be granted together across the domain too. */
+	uint32_t flags = strcmp(policy, "gang") == 0 ? DOM_JOIN_GANG : 0;
+	int n = dom_proto_join(&j, (uint32_t)max, (uint32_t)nvcpus, weight, flags, policy, vm_name);
 	if (n < 0 || send(fd, &j, (size_t)n, MSG_NOSIGNAL) != n) {
 		snprintf(why, len, "cannot send the join to domain '%s': %s", domain, strerror(n < 0 ? -n : errno));
 		return n < 0 ? n : -EIO;
