@@ -70,7 +70,12 @@ static const char *check_member(const struct dom_core *c, int m, int held)
 	}
 	if (nq || nhold != x->nheld)
 		return "a member's vCPU states disagree with its queue or slots";
-	if ((x->nqueued > 0) != (x->heap_idx >= 0))
+	int nover = 0;
+	for (int v = 0; v < x->nvcpus; v++)
+		nover += x->v[v].state == DOM_V_OVERRUN;
+	if (nover != x->noverrun)
+		return "noverrun differs from the OVERRUN vCPUs";
+	if ((x->nqueued > 0 && !x->noverrun) != (x->heap_idx >= 0))
 		return "a member is in the heap iff it has queued vCPUs: broken";
 	if (dom_busy(x) && x->vtime < c->min_vtime)
 		return "a busy member is behind the vtime floor";
@@ -86,7 +91,7 @@ static const char *check_member(const struct dom_core *c, int m, int held)
 const char *dom_core_check(const struct dom_core *c)
 {
 	int held[4096] = { 0 };
-	int nrev, nfree, nq = 0, nheap = 0;
+	int nrev, nfree, nq = 0, nq_ok = 0, nheap = 0;
 	const char *e = check_slots(c, held, &nrev, &nfree);
 	if (e)
 		return e;
@@ -96,9 +101,10 @@ const char *dom_core_check(const struct dom_core *c)
 		if ((e = check_member(c, m, held[m])) || (c->mem[m].used && (e = check_gang(c, m))))
 			return e;
 		nq += c->mem[m].used ? c->mem[m].nqueued : 0;
+		nq_ok += c->mem[m].used && !c->mem[m].noverrun ? c->mem[m].nqueued : 0;
 		nheap += c->mem[m].heap_idx >= 0;
 	}
-	if (nq != c->nqueued || nheap != c->nheap)
+	if (nq != c->nqueued || nq_ok != c->nqueued_ok || nheap != c->nheap)
 		return "the domain's queued count or heap size is wrong";
 	for (int i = 0; i < c->nheap; i++) {
 		if (c->mem[c->heap[i]].heap_idx != i)

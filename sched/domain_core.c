@@ -146,7 +146,9 @@ static void enqueue(struct dom_core *c, int m, int v)
 	x->qtail = v;
 	x->nqueued++;
 	c->nqueued++;
-	if (x->heap_idx < 0)
+	if (!x->noverrun)
+		c->nqueued_ok++;
+	if (x->heap_idx < 0 && !x->noverrun)
 		dh_insert(c, m);
 }
 
@@ -166,8 +168,37 @@ static void unqueue(struct dom_core *c, int m, int v)
 	y->qprev = y->qnext = -1;
 	x->nqueued--;
 	c->nqueued--;
-	if (!x->nqueued)
+	if (!x->noverrun)
+		c->nqueued_ok--;
+	if (!x->nqueued && x->heap_idx >= 0)
 		dh_remove(c, m);
+}
+
+/*
+ * A member that let a slot go past its hard deadline (stopped, hung, or a
+ * rogue) is granted nothing more until it reports that vCPU out: its
+ * queued vCPUs leave the heap, so a SIGSTOPped member is reclaimed once,
+ * not granted and reclaimed again at every slice.
+ */
+static void overrun_out(struct dom_core *c, int m)
+{
+	struct dom_member *x = &c->mem[m];
+	if (x->noverrun++ || !x->nqueued)
+		return;
+	c->nqueued_ok -= x->nqueued;
+	if (x->heap_idx >= 0)
+		dh_remove(c, m);
+}
+
+static void overrun_back(struct dom_core *c, int m)
+{
+	struct dom_member *x = &c->mem[m];
+	if (x->noverrun == 1 && x->nqueued)
+		wake_member(c, x); /* no credit for the time it was out */
+	if (--x->noverrun || !x->nqueued)
+		return;
+	c->nqueued_ok += x->nqueued;
+	dh_insert(c, m);
 }
 
 static int dequeue(struct dom_core *c, int m)
@@ -284,6 +315,8 @@ int dom_core_leave(struct dom_core *c, int m, uint64_t now)
 	if (x->heap_idx >= 0)
 		dh_remove(c, m);
 	c->nqueued -= x->nqueued;
+	if (!x->noverrun)
+		c->nqueued_ok -= x->nqueued;
 	free(x->v);
 	*x = (struct dom_member){ .heap_idx = -1, .qhead = -1, .qtail = -1 };
 	finish(c, now);
@@ -359,6 +392,8 @@ int dom_core_release(struct dom_core *c, int m, int v, enum dom_release why,
 	charge(c, now);
 	if (x->state == DOM_V_HOLDING)
 		free_slot(c, x->slot);
+	else
+		overrun_back(c, m);
 	x->slot = -1;
 	if (why == DOM_REL_YIELD)
 		enqueue(c, m, v);
@@ -421,6 +456,7 @@ void dom_core_tick(struct dom_core *c, uint64_t now)
 			x->v[sl->v].state = DOM_V_OVERRUN;
 			x->v[sl->v].slot = -1;
 			x->reclaims++;
+			overrun_out(c, sl->m);
 			emit(c, DOM_ACT_RECLAIM, sl->m, sl->v, s);
 			free_slot(c, s);
 		}
@@ -445,7 +481,7 @@ void dom_core_tick(struct dom_core *c, uint64_t now)
 		/* Preempt only for someone not yet served by a free or revoked
 		 * slot, and only if the best queued member is not further ahead
 		 * than the holder (the holder's own queued vCPUs count). */
-		bool rev = c->nheap && c->nrevoking + nfree < c->nqueued &&
+		bool rev = c->nheap && c->nrevoking + nfree < c->nqueued_ok &&
 			   c->mem[c->heap[0]].vtime <= c->mem[m].vtime;
 		/* A gang's slots share their slice end, so all of them are in
 		 * exp: what one gets, all get. */
@@ -492,7 +528,7 @@ uint64_t dom_core_next_deadline(const struct dom_core *c)
 			continue;
 		if (sl->revoking)
 			t = sl->hard_at;
-		else if (c->nqueued > c->nrevoking)
+		else if (c->nqueued_ok > c->nrevoking)
 			/* Slice ends matter only when someone waits; then an
 			 * uncontended holder's long-past end means "now". */
 			t = sl->slice_end;

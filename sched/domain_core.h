@@ -97,6 +97,8 @@ struct dom_member {
 	uint64_t held_ns;  /* slot time charged since it joined */
 	uint64_t joined_ns;
 	uint64_t reclaims; /* hard-deadline reclaims */
+	int noverrun;      /* vCPUs reclaimed and not yet back: while > 0 it is granted
+			      nothing more (its queued vCPUs wait outside the heap) */
 };
 
 struct dom_slot {
@@ -121,6 +123,7 @@ struct dom_core {
 	struct dom_member *mem;
 	int *heap, nheap;    /* member ids with queued vCPUs, min vtime first */
 	int nqueued;         /* vCPUs queued, all members */
+	int nqueued_ok;      /* ... of members that may be granted (no OVERRUN vCPU) */
 	int nrevoking;       /* slots with a revoke outstanding */
 	uint64_t min_vtime;  /* monotonic floor: joiners and wakers start here */
 	bool deferred;       /* dom_core_defer: no grants until dom_core_commit */

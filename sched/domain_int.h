@@ -25,7 +25,9 @@ int dg_take(const struct dom_core *c, int m, int nfree, uint64_t now, uint64_t *
 
 static inline bool dom_busy(const struct dom_member *x)
 {
-	return x->nheld > 0 || x->nqueued > 0;
+	/* queued vCPUs of a member with one reclaimed do not count: it is
+	 * granted nothing until that one is back (overrun_out) */
+	return x->nheld > 0 || (x->nqueued > 0 && !x->noverrun);
 }
 
 #endif

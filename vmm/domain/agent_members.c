@@ -195,7 +195,7 @@ void agent_doorbell(struct agent *a, int m)
  */
 static void publish_waiting(struct agent *a)
 {
-	bool w = a->core->nqueued > 0;
+	bool w = a->core->nqueued_ok > 0;
 	if (w == a->waiting)
 		return;
 	a->waiting = w;
