@@ -461,10 +461,8 @@ void sched_slots_keep(struct sched *s, bool keep)
 {
 	pthread_mutex_lock(&s->mu);
 	s->keep_slots = keep;
-	if (!keep) { /* the seats kept idle so far go now */
-		give_back_idle(s);
-		run_actions_once(s);
-	}
+	if (!keep)
+		run_actions(s); /* the seats kept idle so far go now */
 	pthread_mutex_unlock(&s->mu);
 }
 
