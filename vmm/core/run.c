@@ -44,6 +44,8 @@ static int create_sched(struct run *r, struct vm_error *err)
 	bool host = cfg->sched_mode == SCHED_MODE_HOST;
 	r->nslots = r->in->nslots; /* --pcpus was checked by vm_inputs_prepare */
 	r->cpus = r->in->cpus;
+	r->domain = r->in->domain; /* joined by vm_inputs_prepare */
+	r->dom = r->in->dom;
 
 	int *vm_of = calloc(r->nvcpus, sizeof(*vm_of));
 	if (!vm_of)
@@ -184,7 +186,7 @@ void run_destroy(struct run *r)
 {
 	for (unsigned k = 0; k < r->vms_created; k++)
 		vm_destroy(&r->vms[k]);
-	dlink_stop(r->in->domain); /* before the scheduler it calls; vm_inputs_free destroys it */
+	dlink_stop(r->domain); /* before the scheduler it calls; vm_inputs_free destroys it */
 	if (r->sched)
 		sched_destroy(r->sched);
 	trace_destroy(r->trace);
@@ -343,10 +345,10 @@ static int start_vcpus(struct run *r)
 	/* --sched host: the threads inherit this mask, the host kernel does the rest. */
 	if (r->cfg->sched_mode == SCHED_MODE_HOST && sched_setaffinity(0, sizeof(r->cpus), &r->cpus) < 0)
 		return -errno;
-	if (r->in->domain) {
+	if (r->domain) {
 		struct dlink_hooks h = { .on_policy = on_policy_change, .on_weight = on_weight_change,
 					 .sandbox = r->cfg->no_seccomp ? NULL : domain_sandbox, .ctx = r };
-		int rc = dlink_start(r->in->domain, r->sched, &h);
+		int rc = dlink_start(r->domain, r->sched, &h);
 		if (rc) {
 			fprintf(stderr, "vmm: domain %s: the link thread cannot start: %s\n", r->cfg->domain, strerror(-rc));
 			run_request_stop(&r->ctl, VM_STOP_HOST_ERROR, -1, -1, 0);
@@ -388,7 +390,7 @@ static void open_outputs(struct run *r)
 static int sandbox_prepare(struct run *r)
 {
 	/* the domain's doorbell: rung by whichever thread runs the scheduler */
-	int fds[] = { r->ctl.wake_fd, sched_wake_fd(r->sched), r->in->domain ? r->in->dom.doorbell : -1 };
+	int fds[] = { r->ctl.wake_fd, sched_wake_fd(r->sched), r->domain ? r->dom.doorbell : -1 };
 	/* a Linux guest runs alone (cli.c): its one VM's devices */
 	const struct vm *vm = &r->vms[0];
 	struct seccomp_guest g = { .vm_fd = vm->fd, .blk_uring = vm_linux_blk_uring_fd(vm),
@@ -407,7 +409,7 @@ static int sandbox_loop(struct run *r, struct loop_ctx *c)
 	if (r->cfg->no_seccomp)
 		return 0;
 	int wfd[] = { r->ctl.wake_fd, sched_wake_fd(r->sched), r->json_out ? fileno(r->json_out) : -1,
-		      trace_output_fd(r->trace), r->in->domain ? r->in->dom.doorbell : -1 };
+		      trace_output_fd(r->trace), r->domain ? r->dom.doorbell : -1 };
 	int *rfd = calloc(r->ple ? r->nvcpus : 1, sizeof(int));
 	unsigned nr = 0;
 	for (unsigned g = 0; rfd && r->ple && g < r->nvcpus; g++)

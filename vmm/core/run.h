@@ -37,6 +37,8 @@ struct run {
 	uint64_t start_ns, end_ns;
 	uint64_t start_late_ns;     /* --start-at: how long after that instant the vCPUs started */
 	uint64_t start_wait_ns;     /* --start-at: how long the VM waited for it (0: not ready in time) */
+	struct dlink *domain;       /* --domain: the link to the domain's agent */
+	struct dlink_info dom;      /* what the agent said at the join */
 	struct { uint64_t at_ns; char policy[32]; } policy_change[16]; /* --yield changed live */
 	_Atomic unsigned npolicy_changes;
 	struct { uint64_t at_ns; uint32_t weight; } weight_change[16]; /* --weight changed live */

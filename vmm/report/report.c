@@ -129,9 +129,9 @@ static double since_start(const struct run *r, uint64_t ns)
 static void print_domain(FILE *out, const struct run *r)
 {
 	struct dlink_report d;
-	dlink_get_report(r->in->domain, &d);
+	dlink_get_report(r->domain, &d);
 	fprintf(out, "domain     %s: member %d, %d seats of its %d slots, weight %u; %llu grants, %llu revokes, %llu reclaims\n",
-		r->cfg->domain, r->in->dom.member, r->in->dom.nseats, r->in->dom.nslots, r->cfg->weight,
+		r->cfg->domain, r->dom.member, r->dom.nseats, r->dom.nslots, r->cfg->weight,
 		(unsigned long long)d.grants, (unsigned long long)d.revokes, (unsigned long long)d.reclaims);
 	unsigned n = atomic_load(&r->npolicy_changes);
 	for (unsigned i = 0; i < n; i++)
@@ -144,8 +144,8 @@ static void print_domain(FILE *out, const struct run *r)
 	if (d.lost) {
 		char cpus[256] = "";
 		size_t o = 0;
-		for (int s = 0; s < r->in->dom.nslots && o < sizeof(cpus) - 8; s++)
-			o += (size_t)snprintf(cpus + o, sizeof(cpus) - o, "%s%d", s ? "," : "", r->in->dom.slot_cpu[s]);
+		for (int s = 0; s < r->dom.nslots && o < sizeof(cpus) - 8; s++)
+			o += (size_t)snprintf(cpus + o, sizeof(cpus) - o, "%s%d", s ? "," : "", r->dom.slot_cpu[s]);
 		fprintf(out, "domain     agent lost at %.3f s (%s): host scheduler on CPUs %s since\n",
 			since_start(r, d.lost_ns), d.lost_why, cpus);
 	}
@@ -179,7 +179,7 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 			(cfg->spin_detect & SPIN_DETECT_HINT) ? " hint" : "",
 			(cfg->spin_detect & SPIN_DETECT_YIELD) ? " yield" : "", cfg->slice_us, cfg->ple_window_us,
 			cfg->safe_point ? "on" : "off", cfg->defer_us);
-	if (r->in->domain)
+	if (r->domain)
 		print_domain(out, r);
 	if (cfg->kernel_path && cfg->sched_mode == SCHED_MODE_VMM) {
 		if (r->halt_check_us)

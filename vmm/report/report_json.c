@@ -101,12 +101,12 @@ static void json_config(struct json *j, const struct run *r)
 static void json_domain(struct json *j, const struct run *r)
 {
 	struct dlink_report d;
-	dlink_get_report(r->in->domain, &d);
+	dlink_get_report(r->domain, &d);
 	json_obj(j, "domain");
 	json_str(j, "name", r->cfg->domain);
-	json_i64(j, "member", r->in->dom.member);
-	json_i64(j, "seats", r->in->dom.nseats);
-	json_i64(j, "slots", r->in->dom.nslots);
+	json_i64(j, "member", r->dom.member);
+	json_i64(j, "seats", r->dom.nseats);
+	json_i64(j, "slots", r->dom.nslots);
 	json_u64(j, "weight", r->cfg->weight);
 	json_u64(j, "grants", d.grants);
 	json_u64(j, "revokes", d.revokes);
@@ -275,7 +275,7 @@ int report_write_json(const char *path, const struct run *r, const struct run_su
 	json_i64(&j, "exit_code", s->status);
 	json_u64(&j, "guest_status", atomic_load(&r->ctl.guest_status));
 	json_config(&j, r);
-	if (r->in->domain)
+	if (r->domain)
 		json_domain(&j, r);
 	json_vm_summary(&j, &s->all);
 	json_u64(&j, "wall_ns", r->end_ns - r->start_ns);
