@@ -6,7 +6,7 @@ BUILD    ?= build
 CFLAGS   ?= -O2 -g
 # override: `make CFLAGS=...` (the sanitizer builds) keeps these
 override CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -I. -MMD -MP
-LDLIBS   += -lfdt -lseccomp -luring -lpthread -lm
+LDLIBS   += -lfdt -lseccomp -luring -ljansson -lpthread -lm
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 HOST_DIRS := vmm vcpu sched hypercalls devices lib
@@ -24,10 +24,10 @@ all: deps $(VMM) test-guests
 
 # Debian packages this project needs: the libraries it links, and the tools
 # the tests use. Installed with apt-get when missing (we run as root), or one
-# line naming the command.
+# line naming the command. libjansson-dev: JSON reading and the reports (vmm/bench, vmm/report).
 # qemu-system-x86: the nested KVM stage (tests/nested/run); it fetches its
 # kernel and busybox with apt-get download, nothing else is downloaded.
-DEB_PKGS := libfdt-dev libseccomp-dev liburing-dev python3 gnuplot-nox clang libclang-rt-14-dev acpica-tools \
+DEB_PKGS := libfdt-dev libseccomp-dev liburing-dev libjansson-dev python3 gnuplot-nox clang libclang-rt-14-dev acpica-tools \
 	qemu-system-x86
 deps:
 	@./tests/deps.sh $(DEB_PKGS)
