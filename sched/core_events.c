@@ -212,10 +212,24 @@ void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 	struct sched_vcore *x = &c->v[v];
 	if (x->state != SCHED_ST_RUNNING)
 		return;
-	if (x->preempt_pending || x->preempt_req) {
-		/* The guest's yield is the safe point we were waiting for. */
+	if (x->preempt_req) {
 		sched_core_yield(c, v, now);
 		return;
+	}
+	if (x->preempt_pending) {
+		/*
+		 * A spinner outside any lock region (a tas waiter, a barrier) may
+		 * go now: this exit is the safe point we were waiting for. One
+		 * queued in a lock (a ticket or an MCS node: in_critical > 0) may
+		 * not: preempted there, its turn comes while it is off its slot
+		 * and everyone queued behind it waits for it. It yields at the
+		 * release instead, and the hard deadline still bounds the wait.
+		 */
+		if (!sched_core_get_hint(c, v).in_critical) {
+			sched_core_yield(c, v, now);
+			return;
+		}
+		x->st.spins_queued_kept++;
 	}
 	if (!(c->spin_sources & source))
 		return;

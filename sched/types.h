@@ -91,6 +91,7 @@ struct sched_vcpu_stats {
 	uint64_t waits;            /* wait calls, immediate returns included */
 	uint64_t kicks_sent, kicks_received;
 	uint64_t deferrals, deferrals_hard;
+	uint64_t spins_queued_kept; /* SPIN exits while queued in a lock with a preemption pending: not a safe point */
 	uint64_t kernel_halts;     /* parked: blocked in the host kernel, slot freed */
 	uint64_t unslotted_wakes;  /* woke from a park with no slot free: forced out */
 	struct sched_hist kick_latency; /* kick of a sleeper -> back in guest */

@@ -256,7 +256,15 @@ static void vcpu_event(struct sched_core *c, struct fake *f, const struct run *r
 		int slot = c->v[v].slot;
 		bool plain = target < 0 && f->h[v].waiting_for < 0 && !outgoing(c, v) &&
 			     (c->spin_sources & src);
+		/* A soft request meets a SPIN: a safe point only outside a lock region. */
+		bool soft = c->v[v].state == SCHED_ST_RUNNING && c->v[v].preempt_pending &&
+			    !c->v[v].preempt_req;
+		bool queued = soft && f->h[v].in_critical;
+		uint64_t kept = c->v[v].st.spins_queued_kept;
 		sched_core_spin(c, v, target, src, now);
+		if (soft && !queued)
+			CHECK(c->v[v].state != SCHED_ST_RUNNING || !c->v[v].preempt_pending);
+		CHECK(c->v[v].st.spins_queued_kept == kept + queued);
 		drain(c, f, now);
 		if (plain && c->pol == &sched_policy_directed) {
 			/* directed yields whenever it can, and to a spinner only
@@ -652,6 +660,37 @@ static void case_deferral(void)
 	sched_core_destroy(c);
 }
 
+/* A SPIN while queued in a lock is not the safe point; the release is. */
+static void case_spin_while_queued(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, 1, NULL, true, SCHED_SPIN_ALL, &f);
+	f.h[0].in_critical = true; /* holds a ticket */
+	uint64_t now = 0;
+	run_until(c, &f, &now, 2 * MS + 10 * US);
+	CHECK(f.pending[0] && !f.force[0] && c->slot[0].vcpu == 0);
+	sched_core_spin(c, 0, -1, SCHED_SPIN_YIELD, now);
+	drain(c, &f, now);
+	CHECK(c->slot[0].vcpu == 0 && f.pending[0] && c->v[0].st.spins_queued_kept == 1);
+	f.h[0].in_critical = false; /* served, released */
+	sched_core_safe_point(c, 0, now);
+	drain(c, &f, now);
+	CHECK(c->slot[0].vcpu == 1 && c->v[0].st.deferrals_hard == 0);
+	sched_core_destroy(c);
+
+	/* outside a lock region the same SPIN is the safe point */
+	c = mk("none", 1, 2, 1, NULL, true, SCHED_SPIN_ALL, &f);
+	f.h[0].in_critical = true;
+	now = 0;
+	run_until(c, &f, &now, 2 * MS + 10 * US);
+	CHECK(f.pending[0]);
+	f.h[0].in_critical = false; /* a tas waiter between tries */
+	sched_core_spin(c, 0, -1, SCHED_SPIN_YIELD, now);
+	drain(c, &f, now);
+	CHECK(c->slot[0].vcpu == 1 && c->v[0].st.spins_queued_kept == 0);
+	sched_core_destroy(c);
+}
+
 static void case_hint_spin(void)
 {
 	struct fake f;
@@ -723,6 +762,7 @@ static void run_cases(void)
 	CASE(case_wait_timeout());
 	CASE(case_deadlock());
 	CASE(case_deferral());
+	CASE(case_spin_while_queued());
 	CASE(case_hint_spin());
 	CASE(case_gang());
 	CASE(case_hist());
