@@ -12,7 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,12 +36,13 @@ struct sched {
 	struct sched_core *c;
 	struct svcpu *vc;
 	int *host_cpu;        /* [nslots], -1: don't pin; set per grant of a seat */
-	int efd;
+	int tfd;              /* a timerfd kept at the core's next deadline */
 	_Atomic(const char *) policy; /* the current policy's name, read lock-free */
 	void (*slot_cb)(void *ctx, enum sched_action_kind kind, int val);
 	void *slot_ctx;
 	bool keep_slots;      /* sched_slots_keep: free seats are not given back */
-	uint64_t reported;    /* the deadline the event loop last saw */
+	uint64_t armed;       /* the deadline tfd is set to; 0: re-arm at the next event */
+	struct sched_loop_stats loop;
 	void (*deadlock_cb)(void *ctx);
 	void *deadlock_ctx;
 };
@@ -76,7 +77,7 @@ struct sched *sched_create(const struct sched_params *p, const char **why)
 		*why = "out of memory";
 		return NULL;
 	}
-	s->efd = -1;
+	s->tfd = -1;
 	s->c = sched_core_create(p, read_hint, s, why);
 	if (!s->c)
 		goto fail;
@@ -90,9 +91,9 @@ struct sched *sched_create(const struct sched_params *p, const char **why)
 	for (int i = 0; i < p->npcpus; i++)
 		s->host_cpu[i] = p->host_cpu ? p->host_cpu[i] : -1;
 	atomic_init(&s->policy, s->c->pol->name);
-	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (s->efd < 0) {
-		*why = "eventfd failed";
+	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (s->tfd < 0) {
+		*why = "timerfd_create failed";
 		goto fail;
 	}
 	pthread_mutex_init(&s->mu, NULL);
@@ -105,7 +106,7 @@ struct sched *sched_create(const struct sched_params *p, const char **why)
 		s->vc[v].pinned_cpu = -1;
 	}
 	pthread_condattr_destroy(&ca);
-	s->reported = UINT64_MAX;
+	s->armed = UINT64_MAX;
 	return s;
 oom:
 	*why = "out of memory";
@@ -152,6 +153,7 @@ static void pin(struct sched *s, int v, int slot)
 }
 
 static void run_actions_once(struct sched *s);
+static void arm_deadline(struct sched *s);
 
 /*
  * Seats (slots_offline) that sit free while nobody is runnable go back at
@@ -176,6 +178,7 @@ static void run_actions(struct sched *s)
 	give_back_idle(s);
 	if (s->c->nact)
 		run_actions_once(s);
+	arm_deadline(s);
 }
 
 static void run_actions_once(struct sched *s)
@@ -229,14 +232,30 @@ static void run_actions_once(struct sched *s)
 		}
 	}
 	sched_core_clear_actions(c);
-	uint64_t d = sched_core_next_deadline(c);
-	if (d < s->reported) {
-		s->reported = d;
-		uint64_t one = 1;
-		if (write(s->efd, &one, sizeof(one)) < 0) {
-			/* EAGAIN: the counter is full, so it is readable anyway */
-		}
+}
+
+/*
+ * The thread that moved the deadline sets the timer itself, earlier or
+ * later, so the event loop wakes only when a deadline is due: never to be
+ * told of a move, never at a deadline that went away (a deferral ended by
+ * a safe point, a slice handed on by a yield).
+ */
+static void arm_deadline(struct sched *s)
+{
+	uint64_t d = sched_core_next_deadline(s->c);
+	if (d == s->armed)
+		return;
+	s->armed = d;
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	if (d != UINT64_MAX) {
+		its.it_value.tv_sec = (time_t)(d / 1000000000ull);
+		its.it_value.tv_nsec = (long)(d % 1000000000ull);
+		if (!d)
+			its.it_value.tv_nsec = 1; /* 0 would disarm */
 	}
+	s->loop.timer_sets++;
+	/* Cannot fail: our own timerfd, a valid absolute time. */
+	(void)timerfd_settime(s->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
 static uint64_t lock(struct sched *s)
@@ -353,7 +372,7 @@ void sched_vcpu_done(struct sched *s, int v)
 uint64_t sched_next_deadline(struct sched *s)
 {
 	pthread_mutex_lock(&s->mu);
-	uint64_t d = s->reported = sched_core_next_deadline(s->c);
+	uint64_t d = sched_core_next_deadline(s->c);
 	pthread_mutex_unlock(&s->mu);
 	return d;
 }
@@ -361,17 +380,25 @@ uint64_t sched_next_deadline(struct sched *s)
 void sched_tick(struct sched *s, uint64_t now)
 {
 	pthread_mutex_lock(&s->mu);
+	s->loop.ticks++;
+	if (now < sched_core_next_deadline(s->c))
+		s->loop.ticks_early++;
 	sched_core_tick(s->c, now);
+	s->armed = 0; /* it fired, so it is disarmed: set it again whatever comes next */
 	run_actions(s);
-	/* The caller asks for the next deadline after this; until then any
-	 * earlier one must still signal. */
-	s->reported = sched_core_next_deadline(s->c);
 	pthread_mutex_unlock(&s->mu);
 }
 
-int sched_wake_fd(struct sched *s)
+int sched_timer_fd(struct sched *s)
 {
-	return s->efd;
+	return s->tfd;
+}
+
+void sched_get_loop_stats(struct sched *s, struct sched_loop_stats *out)
+{
+	pthread_mutex_lock(&s->mu);
+	*out = s->loop;
+	pthread_mutex_unlock(&s->mu);
 }
 
 void sched_stop(struct sched *s)
@@ -390,7 +417,7 @@ void sched_destroy(struct sched *s)
 		pthread_cond_destroy(&s->vc[v].cv);
 	pthread_mutex_destroy(&s->mu);
 	sched_core_destroy(s->c);
-	close(s->efd);
+	close(s->tfd);
 	free(s->vc);
 	free(s->host_cpu);
 	free(s);

@@ -42,11 +42,10 @@
  * when it wakes; sched_vcpu_after_exit is true for a parked vCPU, and the yield
  * that follows unparks it (see core.h).
  *
- * The event loop: sleep until sched_next_deadline(s) (absolute
- * CLOCK_MONOTONIC ns, UINT64_MAX = no deadline) or until sched_wake_fd(s)
- * (an eventfd; read it to clear) is readable, then call
- * sched_tick(s, sched_now_ns()). vmm/core/run.c does it with an io_uring
- * timeout; tests/unit/test_sched_threads.c with ppoll.
+ * The event loop: wait until sched_timer_fd(s) is readable (a timerfd the
+ * scheduler keeps at its next deadline, set by whichever thread moves it),
+ * read it, then call sched_tick(s, sched_now_ns()). vmm/core/run.c does it
+ * with an io_uring read; tests/unit/test_sched_threads.c with poll.
  */
 #ifndef VMM_SCHED_SCHED_H
 #define VMM_SCHED_SCHED_H
@@ -111,11 +110,20 @@ void sched_vcpu_done(struct sched *s, int v);
 uint64_t sched_vcpu_granted_ns(const struct sched *s, int v);
 
 uint64_t sched_now_ns(void);
-/* The event loop's side (see the top of this file): the deadline to sleep
- * until, the tick at or after it, the fd that says the deadline moved earlier. */
+/* The event loop's side (see the top of this file): the core's next
+ * deadline (absolute CLOCK_MONOTONIC ns, UINT64_MAX: none), the tick at or
+ * after it, and the timerfd that is readable once it is due. */
 uint64_t sched_next_deadline(struct sched *s);
 void sched_tick(struct sched *s, uint64_t now_ns);
-int sched_wake_fd(struct sched *s);
+int sched_timer_fd(struct sched *s);
+
+/* What the event loop's wake-ups cost, for the report. */
+struct sched_loop_stats {
+	uint64_t ticks;       /* sched_tick calls */
+	uint64_t ticks_early; /* of those, before any deadline was due: woken for nothing */
+	uint64_t timer_sets;  /* timerfd_settime calls (the deadline moved) */
+};
+void sched_get_loop_stats(struct sched *s, struct sched_loop_stats *out);
 
 void sched_stats(struct sched *s, int v, struct sched_vcpu_stats *out);
 bool sched_deadlocked(struct sched *s);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -116,13 +117,11 @@ static void out_of_guest(void)
 	atomic_fetch_sub(&running_now, 1);
 }
 
-/* ---- the event loop's side: deadlines, the wake fd, ticks ---- */
+/* ---- the event loop's side: deadlines, the timer fd, ticks ---- */
 
 /*
- * vmm/core/run.c's loop with ppoll in place of an io_uring timeout: sleep
- * until the next deadline or until the wake fd says it moved earlier, then
- * sched_tick. The deadline is asked for after the fd is drained, so a move
- * signalled in between is never lost.
+ * vmm/core/run.c's loop with poll in place of an io_uring read: sleep until
+ * the scheduler's timerfd is due, read it, sched_tick.
  */
 struct ticker {
 	struct sched *s;
@@ -145,20 +144,16 @@ static void *ticker_main(void *arg)
 {
 	struct ticker *t = arg;
 	for (;;) {
-		uint64_t d = sched_next_deadline(t->s), now = sched_now_ns();
-		if (d <= now) {
-			sched_tick(t->s, now);
-			atomic_fetch_add(&t->ticks, 1);
-			continue;
-		}
-		struct timespec ts = { (time_t)((d - now) / 1000000000ull), (long)((d - now) % 1000000000ull) };
-		struct pollfd p[2] = { { sched_wake_fd(t->s), POLLIN, 0 }, { t->stop_fd, POLLIN, 0 } };
-		if (ppoll(p, 2, d == UINT64_MAX ? NULL : &ts, NULL) < 0 && errno != EINTR)
+		struct pollfd p[2] = { { sched_timer_fd(t->s), POLLIN, 0 }, { t->stop_fd, POLLIN, 0 } };
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
 			break;
-		if (p[0].revents)
+		if (p[0].revents) {
 			drain(p[0].fd);
+			sched_tick(t->s, sched_now_ns());
+			atomic_fetch_add(&t->ticks, 1);
+		}
 	}
 	return NULL;
 }
@@ -187,10 +182,18 @@ static bool fd_readable(int fd)
 	return poll(&p, 1, 0) == 1;
 }
 
-/* Waits for the wake fd like the event loop (bounded, so a bug fails, not hangs). */
-static bool wake_fd_fires(struct sched *s, int ms)
+/* Set: armed at a deadline, or already due (the real clock passed it). */
+static bool timer_set(struct sched *s)
 {
-	struct pollfd p = { sched_wake_fd(s), POLLIN, 0 };
+	struct itimerspec its;
+	CHECK(timerfd_gettime(sched_timer_fd(s), &its) == 0);
+	return its.it_value.tv_sec || its.it_value.tv_nsec || fd_readable(sched_timer_fd(s));
+}
+
+/* Waits for the timer like the event loop (bounded, so a bug fails, not hangs). */
+static bool timer_fires(struct sched *s, int ms)
+{
+	struct pollfd p = { sched_timer_fd(s), POLLIN, 0 };
 	bool ok = poll(&p, 1, ms) == 1;
 	drain(p.fd);
 	return ok;
@@ -206,6 +209,16 @@ static void *timed_waiter_main(void *arg)
 	return NULL;
 }
 
+static void *long_waiter_main(void *arg)
+{
+	struct fv *f = arg;
+	int r = sched_vcpu_enter(f->s, f->id);
+	if (r == 0)
+		r = sched_vcpu_wait(f->s, f->id, 60ull * 1000000000ull);
+	atomic_store(&f->result, r);
+	return NULL;
+}
+
 /* sched_tick itself, with the clock in the test's hands. */
 static void test_tick(void)
 {
@@ -216,21 +229,21 @@ static void test_tick(void)
 	struct sched_params p = { .nvcpus = 2, .npcpus = 1, .policy = "none",
 				  .spin_sources = SCHED_SPIN_YIELD };
 	struct sched *s = mk_params(&p);
-	CHECK(sched_next_deadline(s) == UINT64_MAX && !fd_readable(sched_wake_fd(s)));
+	CHECK(sched_next_deadline(s) == UINT64_MAX && !timer_set(s));
 	uint64_t t0 = sched_now_ns();
 	sched_start(s);
-	CHECK(wake_fd_fires(s, 0));
+	CHECK(sched_next_deadline(s) != UINT64_MAX && timer_set(s));
 	/* the slice starts when the granted thread is back (sched_core_resumed) */
 	CHECK(sched_vcpu_enter(s, 0) == 0);
 	uint64_t d = sched_next_deadline(s);
 	CHECK(d >= t0 + SCHED_DEFAULT_SLICE_NS && d != UINT64_MAX);
 	sched_tick(s, d - 1);
 	CHECK(atomic_load(&fvs[0].force) == 0 && !sched_vcpu_after_exit(s, 0));
-	CHECK(sched_next_deadline(s) == d && !fd_readable(sched_wake_fd(s)));
+	CHECK(sched_next_deadline(s) == d && timer_set(s));
 	sched_tick(s, d);
 	CHECK(atomic_load(&fvs[0].force) == 1 && sched_vcpu_after_exit(s, 0));
-	/* no second preemption is due while vCPU 0 is on its way out */
-	CHECK(sched_next_deadline(s) == UINT64_MAX);
+	/* no second preemption is due while vCPU 0 is on its way out: disarmed */
+	CHECK(sched_next_deadline(s) == UINT64_MAX && !timer_set(s));
 	sched_destroy(s);
 
 	/* Alone on its slot, a vCPU is never preempted: no deadline at all. */
@@ -242,15 +255,14 @@ static void test_tick(void)
 	CHECK(atomic_load(&fvs[0].force) == 0 && !sched_vcpu_after_exit(s, 0));
 	sched_destroy(s);
 
-	/* A wait's timeout is a deadline: the fd says so when the wait begins,
-	 * and only a tick at that deadline ends the wait. */
+	/* A wait's timeout is a deadline: the timer fires at it, and only a
+	 * tick at that deadline ends the wait. */
 	s = mk("pv", 1, 1, 1, NULL, 0);
 	sched_start(s);
-	drain(sched_wake_fd(s));
 	CHECK(sched_next_deadline(s) == UINT64_MAX);
 	atomic_store(&fvs[0].result, 1);
 	pthread_create(&fvs[0].th, NULL, timed_waiter_main, &fvs[0]);
-	CHECK(wake_fd_fires(s, 10000));
+	CHECK(timer_fires(s, 10000));
 	d = sched_next_deadline(s);
 	CHECK(d != UINT64_MAX);
 	sched_tick(s, d - 1);
@@ -262,6 +274,28 @@ static void test_tick(void)
 	struct sched_vcpu_stats st;
 	sched_stats(s, 0, &st);
 	CHECK(st.waits == 1);
+	sched_vcpu_done(s, 0);
+	sched_destroy(s);
+
+	/*
+	 * A deadline that goes away takes the timer with it: a wait kicked
+	 * before its timeout leaves nothing to wake the event loop for (it
+	 * used to wake at the old timeout, for nothing).
+	 */
+	s = mk("pv", 1, 1, 1, NULL, 0);
+	sched_start(s);
+	atomic_store(&fvs[0].result, 1);
+	pthread_create(&fvs[0].th, NULL, long_waiter_main, &fvs[0]);
+	for (int i = 0; i < 10000 && sched_next_deadline(s) == UINT64_MAX; i++)
+		sleep_ms(1);
+	CHECK(sched_next_deadline(s) != UINT64_MAX && timer_set(s));
+	CHECK(sched_vcpu_kick(s, -1, 0) == 0);
+	pthread_join(fvs[0].th, NULL);
+	CHECK(atomic_load(&fvs[0].result) == 0);
+	CHECK(sched_next_deadline(s) == UINT64_MAX && !timer_set(s));
+	struct sched_loop_stats ls;
+	sched_get_loop_stats(s, &ls);
+	CHECK(ls.ticks == 0 && ls.timer_sets >= 2);
 	sched_vcpu_done(s, 0);
 	sched_destroy(s);
 	cur_case[0] = 0;
@@ -297,6 +331,19 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
+/* Until every vCPU's progress passed before[v], or ms ran out. */
+static void wait_all_progressed(int n, const long *before, int ms)
+{
+	for (int t = 0; t < ms; t++) {
+		int v = 0;
+		while (v < n && atomic_load(&fvs[v].progress) > before[v])
+			v++;
+		if (v == n)
+			return;
+		sleep_ms(1);
+	}
+}
+
 static void test_progress(const char *pol, int m, int n, int nvms)
 {
 	snprintf(cur_case, sizeof(cur_case), " in progress(%s m=%d n=%d vms=%d)", pol, m, n, nvms);
@@ -308,7 +355,11 @@ static void test_progress(const char *pol, int m, int n, int nvms)
 	ticker_start(s);
 	for (int v = 0; v < n; v++)
 		pthread_create(&fvs[v].th, NULL, progress_main, &fvs[v]);
+	/* 150 ms at least, and until every vCPU has run (a loaded machine, or
+	 * TSan, can take longer to get round: bounded, so a starved vCPU fails) */
+	long none[MAXV] = { 0 };
 	sleep_ms(150);
+	wait_all_progressed(n, none, 5000);
 	atomic_store(&stop_flag, 1);
 	sched_stop(s);
 	ticker_stop();
@@ -439,9 +490,8 @@ static void test_single_thread(void)
 	CHECK(sched_next_deadline(s) == UINT64_MAX);
 	uint64_t t0 = sched_now_ns();
 	sched_start(s);
-	/* The deadline moved earlier: the event loop's fd says so. */
-	struct pollfd pfd = { sched_wake_fd(s), POLLIN, 0 };
-	CHECK(poll(&pfd, 1, 0) == 1);
+	/* A deadline now: the event loop's timer is set to it. */
+	CHECK(timer_set(s));
 	uint64_t d = sched_next_deadline(s);
 	/* a deadline after the start (not "in the future": under TSan on a
 	 * loaded machine it may already have passed) */
@@ -770,7 +820,7 @@ static void test_seats(const char *pol, int m, int n)
 	for (int i = 0; i < m; i++)
 		CHECK(seat_online(s, i, -1));
 	CHECK(sched_slots_online(s) == m);
-	sleep_ms(100);
+	wait_all_progressed(n, before, 5000);
 	for (int v = 0; v < n; v++)
 		CHECK(atomic_load(&fvs[v].progress) > before[v]);
 	atomic_store(&stop_flag, 1);

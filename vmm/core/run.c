@@ -204,12 +204,10 @@ void run_destroy(struct run *r)
 struct loop_ctx {
 	struct run *r;
 	struct evloop loop;
-	struct ev wake_ev, timeout_ev, signal_ev, sched_wake_ev, tick_ev;
-	uint64_t wake_buf, sched_wake_buf;
+	struct ev wake_ev, timeout_ev, signal_ev, timer_ev;
+	uint64_t wake_buf, timer_buf;
 	struct signalfd_siginfo sig_buf;
 	int sig_fd;
-	bool tick_armed;
-	uint64_t tick_at;
 	bool stopping, done;
 	/* Linux guests: the terminal is the guest's serial console (linux_console.c) */
 	struct ev stdin_ev;
@@ -224,41 +222,19 @@ static void kick_all(struct run *r)
 			vcpu_kick(&r->vms[k].vcpus[i]);
 }
 
-/* Keeps one io_uring timeout armed at the scheduler's next deadline. */
-static void arm_tick(struct loop_ctx *c)
-{
-	uint64_t at = sched_next_deadline(c->r->sched);
-	if (at == UINT64_MAX || c->stopping)
-		return;
-	if (c->tick_armed) {
-		if (at < c->tick_at) {
-			c->tick_at = at;
-			evloop_timeout_move(&c->loop, &c->tick_ev, at);
-		}
-		return;
-	}
-	c->tick_armed = true;
-	c->tick_at = at;
-	evloop_timeout_at(&c->loop, &c->tick_ev, at);
-}
-
-static void on_tick(void *arg, int res)
+/*
+ * The scheduler's timerfd is due (sched.h: whichever thread moves the
+ * deadline sets it, so this runs only when a deadline has come).
+ */
+static void on_timer(void *arg, int res)
 {
 	struct loop_ctx *c = arg;
 	(void)res;
-	c->tick_armed = false;
-	if (!c->stopping)
-		sched_tick(c->r->sched, sched_now_ns());
-	arm_tick(c);
-}
-
-static void on_sched_wake(void *arg, int res)
-{
-	struct loop_ctx *c = arg;
-	(void)res;
-	arm_tick(c);
-	evloop_read(&c->loop, &c->sched_wake_ev, sched_wake_fd(c->r->sched), &c->sched_wake_buf,
-		    sizeof(c->sched_wake_buf));
+	if (c->stopping)
+		return;
+	sched_tick(c->r->sched, sched_now_ns());
+	evloop_read(&c->loop, &c->timer_ev, sched_timer_fd(c->r->sched), &c->timer_buf,
+		    sizeof(c->timer_buf));
 }
 
 static void on_wake(void *arg, int res)
@@ -390,14 +366,15 @@ static void open_outputs(struct run *r)
 static int sandbox_prepare(struct run *r)
 {
 	/* the domain's doorbell: rung by whichever thread runs the scheduler */
-	int fds[] = { r->ctl.wake_fd, sched_wake_fd(r->sched), r->domain ? r->dom.doorbell : -1 };
+	int fds[] = { r->ctl.wake_fd, r->domain ? r->dom.doorbell : -1 };
 	/* a Linux guest runs alone (cli.c): its one VM's devices */
 	const struct vm *vm = &r->vms[0];
 	struct seccomp_guest g = { .vm_fd = vm->fd, .blk_uring = vm_linux_blk_uring_fd(vm),
 				   .blk_event = -1, .console = true };
 	for (unsigned i = 0; i < vm->npollers; i++)
 		g.blk_event = vm->pollers[i].fd; /* virtio-blk's, the only poller (vm_linux.c) */
-	int rc = r->cfg->no_seccomp ? 0 : seccomp_prepare(fds, 3, vm->linux_guest ? &g : NULL);
+	int rc = r->cfg->no_seccomp ? 0 : seccomp_prepare(fds, 2, sched_timer_fd(r->sched),
+								 vm->linux_guest ? &g : NULL);
 	if (rc)
 		fprintf(stderr, "vmm: seccomp: %s\n", strerror(-rc));
 	return rc;
@@ -408,8 +385,8 @@ static int sandbox_loop(struct run *r, struct loop_ctx *c)
 {
 	if (r->cfg->no_seccomp)
 		return 0;
-	int wfd[] = { r->ctl.wake_fd, sched_wake_fd(r->sched), r->json_out ? fileno(r->json_out) : -1,
-		      trace_output_fd(r->trace), r->domain ? r->dom.doorbell : -1 };
+	int wfd[] = { r->ctl.wake_fd, r->json_out ? fileno(r->json_out) : -1, trace_output_fd(r->trace),
+		      r->domain ? r->dom.doorbell : -1 };
 	int *rfd = calloc(r->ple ? r->nvcpus : 1, sizeof(int));
 	unsigned nr = 0;
 	for (unsigned g = 0; rfd && r->ple && g < r->nvcpus; g++)
@@ -422,7 +399,7 @@ static int sandbox_loop(struct run *r, struct loop_ctx *c)
 		if (vm->vcpus[i].stats.fd >= 0)
 			sfd[ns++] = vm->vcpus[i].stats.fd;
 	}
-	struct seccomp_fds f = { .write = wfd, .nwrite = 5, .read = rfd, .nread = nr, .pread = sfd,
+	struct seccomp_fds f = { .write = wfd, .nwrite = 4, .read = rfd, .nread = nr, .pread = sfd,
 				 .npread = ns, .uring = c->loop.ring.ring_fd };
 	int rc = rfd && sfd ? seccomp_enter_loop(&f) : -ENOMEM;
 	free(rfd);
@@ -474,11 +451,10 @@ static void arm_loop_events(struct loop_ctx *c)
 	c->wake_ev = (struct ev){ .cb = on_wake, .arg = c };
 	c->timeout_ev = (struct ev){ .cb = on_timeout, .arg = c };
 	c->signal_ev = (struct ev){ .cb = on_signal, .arg = c };
-	c->sched_wake_ev = (struct ev){ .cb = on_sched_wake, .arg = c };
-	c->tick_ev = (struct ev){ .cb = on_tick, .arg = c };
+	c->timer_ev = (struct ev){ .cb = on_timer, .arg = c };
 	evloop_read(&c->loop, &c->wake_ev, r->ctl.wake_fd, &c->wake_buf, sizeof(c->wake_buf));
-	evloop_read(&c->loop, &c->sched_wake_ev, sched_wake_fd(r->sched), &c->sched_wake_buf,
-		    sizeof(c->sched_wake_buf));
+	evloop_read(&c->loop, &c->timer_ev, sched_timer_fd(r->sched), &c->timer_buf,
+		    sizeof(c->timer_buf));
 	if (c->sig_fd >= 0)
 		evloop_read(&c->loop, &c->signal_ev, c->sig_fd, &c->sig_buf, sizeof(c->sig_buf));
 }
@@ -503,7 +479,6 @@ static void start_guests(struct loop_ctx *c)
 	struct run *r = c->r;
 	if (start_vcpus(r))
 		return;
-	arm_tick(c);
 	console_start(c); /* Linux guests */
 	char why[200];
 	if (r->ple_on && ple_sources_start(r, &c->loop, why, sizeof(why)) < 0) {

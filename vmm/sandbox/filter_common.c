@@ -24,6 +24,8 @@ static const struct seccomp_row rows[] = {
 	SC_ALLOW("nanosleep", "waits with a timeout"),
 	SC_ALLOW("sched_setaffinity", "the scheduler pins a granted vCPU thread to its slot's CPU"),
 	SC_ALLOW("sched_yield", "--sched host: a vCPU's PV yield"),
+	SC_ALLOW("timerfd_settime", "the thread that moves the co-scheduler's next deadline sets its timer",
+	  SC_EQ_RT(0, SRC_SCHED_TIMER)),
 	SC_ALLOW("tgkill", "pthread_kill: force a vCPU out of KVM_RUN, only in this process",
 	  SC_EQ_RT(0, SRC_PID), SC_EQ_RT(2, SRC_KICK_SIGNAL)),
 	SC_ALLOW("tgkill", "abort(): only this process, only SIGABRT", SC_EQ_RT(0, SRC_PID), SC_EQ(2, SIGABRT)),

@@ -29,6 +29,8 @@ int64_t seccomp_rt_value(const struct seccomp_rt *rt, enum seccomp_src src)
 		return rt->console;
 	case SRC_DOMAIN_SOCK:
 		return rt->domain_sock;
+	case SRC_SCHED_TIMER:
+		return rt->sched_timer;
 	default:
 		return -1;
 	}

@@ -39,6 +39,7 @@ static __thread char thread_name[16];
 static int vcpu_write_fds[MAX_WRITE_FDS];
 static unsigned nvcpu_write_fds;
 static struct seccomp_guest guest = { -1, -1, -1, false };
+static int sched_timer = -1; /* the co-scheduler's timerfd: every kind sets it */
 
 /* ---- SIGSYS: async-signal-safe, write(2) and _exit(2) only ---- */
 
@@ -151,7 +152,7 @@ static struct seccomp_rt runtime(void)
 	return (struct seccomp_rt){ .pid = getpid(), .kick_signal = VCPU_KICK_SIGNAL, .vcpu_fd = -1,
 				    .loop_uring = -1, .vm_fd = guest.vm_fd, .blk_uring = guest.blk_uring,
 				    .blk_event = guest.blk_event, .console = guest.console ? STDIN_FILENO : -1,
-				    .domain_sock = -1 };
+				    .domain_sock = -1, .sched_timer = sched_timer };
 }
 
 /* The write list without stdout/stderr, which have rows of their own. */
@@ -181,8 +182,9 @@ static int install(const struct seccomp_kind *kind, const struct seccomp_rt *rt)
 
 /* ---- the public calls ---- */
 
-int seccomp_prepare(const int *vcpu_fds, unsigned n, const struct seccomp_guest *g)
+int seccomp_prepare(const int *vcpu_fds, unsigned n, int timer_fd, const struct seccomp_guest *g)
 {
+	sched_timer = timer_fd;
 	if (!names_ready) {
 		for (int nr = 0; nr < NAMES; nr++) {
 			char *s = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);

@@ -58,11 +58,13 @@ struct seccomp_guest {
 
 /*
  * From the main thread before any vCPU thread starts: the SIGSYS handler,
- * the syscall-name table it prints from, the test hook, the fds the vCPU
+ * the syscall-name table it prints from, the test hook, the co-scheduler's
+ * timerfd (every thread that runs the scheduler sets it), the fds the vCPU
  * threads may write to (at most 8 besides stdout/stderr), and a Linux
  * guest's fds (NULL: not a Linux guest). 0 or -errno.
  */
-int seccomp_prepare(const int *vcpu_write_fds, unsigned n, const struct seccomp_guest *guest);
+int seccomp_prepare(const int *vcpu_write_fds, unsigned n, int sched_timer_fd,
+		    const struct seccomp_guest *guest);
 /* Installs the vCPU filter on the calling thread: ioctl only on vcpu_fd. */
 int seccomp_enter_vcpu(int vcpu_fd, unsigned vcpu_id);
 /* Installs the event-loop filter on the calling (main) thread; -E2BIG (and

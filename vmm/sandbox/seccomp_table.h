@@ -39,6 +39,7 @@ enum seccomp_src {
 	SRC_BLK_EVENT,  /* Linux guest: that backend's completion eventfd */
 	SRC_CONSOLE,    /* Linux guest: fd 0, the console's input */
 	SRC_DOMAIN_SOCK, /* --domain: the agent's socket */
+	SRC_SCHED_TIMER, /* the co-scheduler's deadline timerfd */
 	/* lists: the row stands for one rule per fd in the list */
 	SRC_WRITE_FDS,  /* write(2) beyond stdout/stderr: eventfds, output files */
 	SRC_READ_FDS,   /* read(2): PLE perf counters */
@@ -108,6 +109,7 @@ struct seccomp_rt {
 	int vcpu_fd, loop_uring;
 	int vm_fd, blk_uring, blk_event, console;
 	int domain_sock;
+	int sched_timer;
 	struct seccomp_fd_list write, read, pread;
 };
 
