@@ -23,7 +23,7 @@ struct bench_unit {
 
 /* What results.json says about the share of the matrix it holds. */
 struct bench_shard_meta {
-	unsigned index, count; /* 1-based; 1/1 a full run or a merge; 0/0 a --cells run */
+	unsigned index, count; /* 1-based; 1/1 a full run; 0/0 a --cells run; 0/N a merge of N shards */
 	char matrix[17];       /* bench_fingerprint */
 	const struct bench_unit *units;
 	unsigned nunits;
@@ -66,8 +66,34 @@ int bench_write_outputs(const struct bench_opts *o, struct bench_matrix *m,
 			const struct bench_micro *mi, const struct bench_machine *mc,
 			const struct bench_shard_meta *meta, int status);
 int bench_mkdir_p(const char *dir);
+bool bench_cell_counts_failed(const struct bench_cell *c);
 void bench_print_summary(const struct bench_opts *o, const struct bench_matrix *m,
 			 const struct bench_micro *mi);
+
+/* One results.json read for a merge (bench_load.c); jansson keeps the strings. */
+struct bench_shard_file {
+	char path[4096];   /* the file, as named (a directory's results.json) */
+	char real[4096];   /* realpath: the same file named twice is a duplicate */
+	uint64_t content;  /* FNV-1a of the bytes: so is an identical copy */
+	size_t size;
+	void *root;        /* json_t */
+	struct bench_machine mc;
+	unsigned index, count;
+	char matrix[17];
+	struct bench_unit *units;
+	unsigned nunits;
+	unsigned margin_learned_ms, micro_failures;
+};
+/* arg: a results.json or a directory holding one. 0 or -EINVAL with err. */
+int bench_load_file(const char *arg, struct bench_shard_file *f, char *err, size_t errlen);
+void bench_load_free(struct bench_shard_file *f);
+/* The options the file's run had (its "config" and "preset"), as bench_parse checks them. */
+int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char *err,
+		    size_t errlen);
+/* f's runs into stage[cell * reps + rep] (vm arrays malloc'd), its micro reps into mi->raw. */
+int bench_load_runs(const struct bench_shard_file *f, const struct bench_opts *o,
+		    const struct bench_matrix *m, struct bench_run *stage, struct bench_micro *mi,
+		    char *err, size_t errlen);
 
 /* `vmm bench merge [--out DIR] [--no-plot] PATH...` */
 int bench_merge_main(int argc, char **argv);
