@@ -204,6 +204,17 @@ static int setup(int argc, char **argv, struct bench_opts *o, struct bench_matri
 		fprintf(stderr, "vmm bench: %s\n", err);
 		return VMM_EXIT_USAGE;
 	}
+	if (o->cells) {
+		/* Checked before anything is listed, made or run. */
+		bool *sel = calloc(m->n + 1, sizeof(*sel)), micro;
+		r = sel ? bench_cells_parse(o->cells, m->n, sel, &micro, err, sizeof(err)) : -ENOMEM;
+		free(sel);
+		if (r) {
+			fprintf(stderr, "vmm bench: %s\n", sel ? err : "out of memory");
+			bench_matrix_free(m);
+			return VMM_EXIT_USAGE;
+		}
+	}
 	if (o->list_cells) {
 		bench_list_cells(stdout, o, m);
 		bench_matrix_free(m);
