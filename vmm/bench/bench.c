@@ -207,10 +207,11 @@ static int setup(int argc, char **argv, struct bench_opts *o, struct bench_matri
 	if (o->cells) {
 		/* Checked before anything is listed, made or run. */
 		bool *sel = calloc(m->n + 1, sizeof(*sel)), micro;
+		snprintf(err, sizeof(err), "out of memory");
 		r = sel ? bench_cells_parse(o->cells, m->n, sel, &micro, err, sizeof(err)) : -ENOMEM;
 		free(sel);
 		if (r) {
-			fprintf(stderr, "vmm bench: %s\n", sel ? err : "out of memory");
+			fprintf(stderr, "vmm bench: %s\n", err);
 			bench_matrix_free(m);
 			return VMM_EXIT_USAGE;
 		}
