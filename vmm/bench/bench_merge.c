@@ -85,7 +85,7 @@ static int same_file(struct bench_shard_file *f, unsigned n)
 /* One matrix per group: the same fingerprint and shard count (0: --cells, any). */
 static int check_matrix(struct group *g)
 {
-	struct bench_shard_file *a = g->files[0];
+	struct bench_shard_file *a = g->files[0], *counted = a;
 	for (unsigned i = 0; i < g->nfiles; i++) {
 		struct bench_shard_file *b = g->files[i];
 		if (strcmp(a->matrix, b->matrix)) {
@@ -95,11 +95,13 @@ static int check_matrix(struct group *g)
 		}
 		if (b->count && g->count && b->count != g->count) {
 			fprintf(stderr, "vmm bench merge: foreign matrix: %s is one of %u shards, %s one of %u\n",
-				g->files[0]->path, g->count, b->path, b->count);
+				counted->path, g->count, b->path, b->count);
 			return -EINVAL;
 		}
-		if (b->count)
+		if (b->count && !g->count) {
 			g->count = b->count;
+			counted = b;
+		}
 		if (b->margin_learned_ms > g->learned)
 			g->learned = b->margin_learned_ms;
 	}

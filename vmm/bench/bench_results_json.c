@@ -29,6 +29,18 @@ static json_t *num(double v)
 	return json_real(v);
 }
 
+/* Free text from children and /proc: jansson takes UTF-8 only, and a string
+ * it refused would silently drop its key, so other bytes become '?'. */
+static json_t *text(const char *s)
+{
+	char buf[512];
+	size_t n = 0;
+	for (; s && *s && n + 1 < sizeof(buf); s++)
+		buf[n++] = (unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e ? '?' : *s;
+	buf[n] = '\0';
+	return json_string(buf);
+}
+
 static json_t *uint_(uint64_t v)
 {
 	return json_integer((json_int_t)v);
@@ -77,7 +89,7 @@ static json_t *run_json(const struct bench_cell *c, const struct bench_run *r)
 			put(o, "min_domain_grants", uint_(r->min_grants));
 	}
 	if (!r->ok)
-		put(o, "reason", json_string(r->why));
+		put(o, "reason", text(r->why));
 	return o;
 }
 
@@ -120,7 +132,7 @@ static json_t *cell_json(const struct bench_cell *c)
 	put(o, "status", json_string(c->failed ? "failed" : "ok"));
 	put(o, "exit_code", json_integer(c->failed ? c->fail_exit : 0));
 	if (c->failed)
-		put(o, "reason", json_string(c->fail_why ? c->fail_why : ""));
+		put(o, "reason", text(c->fail_why));
 	put(o, "median_ops_per_s", num(c->median));
 	put(o, "min_ops_per_s", num(c->min));
 	put(o, "max_ops_per_s", num(c->max));
@@ -212,9 +224,9 @@ int bench_report_json(const char *path, const struct bench_opts *o, const struct
 	put(root, "vmm_version", json_string(VMM_VERSION));
 	put(root, "preset", json_string(o->preset));
 	put(machine, "nproc", uint_(mc->nproc));
-	put(machine, "cpu", json_string(mc->cpu));
-	put(machine, "kernel", json_string(mc->kernel));
-	put(machine, "kvm", json_string(mc->kvm));
+	put(machine, "cpu", text(mc->cpu));
+	put(machine, "kernel", text(mc->kernel));
+	put(machine, "kvm", text(mc->kvm));
 	put(root, "machine", machine);
 	put(root, "config", config_json(o, meta->margin_learned_ms));
 	for (unsigned i = 0; i < m->n; i++) {
