@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vmm/bench/bench.h"
@@ -280,17 +281,31 @@ static void csv_text(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The shortest text that reads back as the same double: the CSV and the
+ * JSON (17 digits, for the merge) then hold equal values. */
+static const char *exact(double v, char *buf, size_t len)
+{
+	for (int digits = 10; digits < 17; digits++) {
+		snprintf(buf, len, "%.*g", digits, v);
+		if (strtod(buf, NULL) == v)
+			return buf;
+	}
+	snprintf(buf, len, "%.17g", v);
+	return buf;
+}
+
 static void csv_num(FILE *f, double v)
 {
+	char b[40];
 	if (isfinite(v))
-		fprintf(f, ",%.10g", v);
+		fprintf(f, ",%s", exact(v, b, sizeof(b)));
 	else
 		fputs(",", f);
 }
 
 int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct bench_micro *mi)
 {
-	char path[4096];
+	char path[4096], b[40];
 	FILE *f = open_in(dir, "results.csv", path, sizeof(path));
 	if (!f)
 		return -errno;
@@ -316,7 +331,8 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 		csv_text(f, c->failed ? c->fail_why : "");
 		fprintf(f, ",%s,", bench_mode_names[c->mode]);
 		for (unsigned k = 0; c->vm_median && k < c->vms; k++)
-			fprintf(f, isfinite(c->vm_median[k]) ? "%s%.10g" : "%s", k ? ";" : "", c->vm_median[k]);
+			fprintf(f, "%s%s", k ? ";" : "",
+				isfinite(c->vm_median[k]) ? exact(c->vm_median[k], b, sizeof(b)) : "");
 		csv_num(f, c->jain);
 		csv_num(f, c->max_over_min);
 		csv_num(f, c->vs_one_vm);
@@ -352,7 +368,7 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 		csv_num(f, mi->median[k]);
 		fputc(',', f);
 		for (unsigned r2 = 0; r2 < mi->reps; r2++)
-			fprintf(f, r2 ? ";%.10g" : "%.10g", mi->raw[k][r2]);
+			fprintf(f, "%s%s", r2 ? ";" : "", exact(mi->raw[k][r2], b, sizeof(b)));
 		fputc('\n', f);
 	}
 	return fclose(f) ? -errno : 0;
