@@ -27,6 +27,9 @@ void json_u64(struct json *j, const char *key, uint64_t v);
 void json_i64(struct json *j, const char *key, int64_t v);
 void json_f64(struct json *j, const char *key, double v);
 void json_bool(struct json *j, const char *key, bool v);
+/* jansson exports json_null(void) too: the same symbol in the binary would
+ * take the place of jansson's own (it parses "null" with it). */
+#define json_null json_writer_null
 void json_null(struct json *j, const char *key);
 void json_finish(struct json *j);
 

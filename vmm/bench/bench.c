@@ -4,6 +4,7 @@
  * JSON, plots. Nothing here measures anything itself; see bench.h.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "vmm/bench/bench.h"
+#include "vmm/bench/bench_shard.h"
 #include "vmm/errors.h"
 
 static double now_s(void)
@@ -53,9 +55,16 @@ void bench_machine_probe(struct bench_machine *mc)
 			break;
 		}
 	}
+	/* Nested results are another machine: they must never merge with bare metal's. */
+	const char *nested = getenv("VMM_NESTED");
+	if (nested && nested[0]) {
+		char k[sizeof(mc->kvm)];
+		snprintf(k, sizeof(k), "%s", mc->kvm);
+		snprintf(mc->kvm, sizeof(mc->kvm), "%.20s (nested: %.30s)", k, nested);
+	}
 }
 
-static int mkdir_p(const char *dir)
+int bench_mkdir_p(const char *dir)
 {
 	char buf[4096];
 	snprintf(buf, sizeof(buf), "%s", dir);
@@ -100,45 +109,39 @@ static void rm_tmpdir(const char *dir)
 
 /*
  * Every repetition runs every cell once, in an order that changes per pass,
- * so a slow period on the host is spread over all cells instead of one.
+ * so a slow period on the host is spread over all cells instead of one. A
+ * shard runs its share of that same order (bench_shard.c).
  */
-static int run_reps(const struct bench_opts *o, struct bench_matrix *m, const char *tmpdir,
-		    struct bench_micro *mi)
+static void run_units(const struct bench_opts *o, struct bench_matrix *m, const char *tmpdir,
+		      struct bench_micro *mi, const struct bench_unit *u, unsigned n)
 {
-	unsigned *order = calloc(m->n, sizeof(*order));
-	if (!order) {
-		fprintf(stderr, "vmm bench: out of memory\n");
-		return -ENOMEM;
-	}
 	bool tty = isatty(STDERR_FILENO);
-	unsigned per_rep = m->n + (o->micro ? 1 : 0), total = per_rep * o->reps, done = 0;
 	double t0 = now_s();
-	for (unsigned rep = 0; rep < o->reps; rep++) {
-		bench_run_order(m->n, rep, order);
-		for (unsigned k = 0; k < m->n; k++) {
-			struct bench_cell *c = &m->cells[order[k]];
-			progress(tty, done, total, rep, o->reps, c, t0);
-			bench_run_cell(o, c, tmpdir, rep, &c->runs[c->nruns++]);
-			done++;
-		}
-		if (o->micro) {
-			progress(tty, done, total, rep, o->reps, NULL, t0);
-			bench_micro_rep(o, tmpdir, rep, mi);
-			done++;
-		}
+	for (unsigned k = 0; k < BENCH_MICRO_KINDS; k++)
+		for (unsigned r = 0; r < BENCH_MAX_REPS; r++)
+			mi->raw[k][r] = NAN;
+	for (unsigned i = 0; i < n; i++) {
+		struct bench_cell *c = u[i].cell == BENCH_UNIT_MICRO ? NULL : &m->cells[u[i].cell];
+		progress(tty, i, n, u[i].rep, o->reps, c, t0);
+		if (c)
+			bench_run_cell(o, c, tmpdir, u[i].rep, &c->runs[c->nruns++]);
+		else
+			bench_micro_rep(o, tmpdir, u[i].rep, mi);
 	}
+	/* A shard's micro reps are some of all: the others stay unknown (NaN). */
+	if (mi->ran)
+		mi->reps = o->reps;
 	if (tty)
 		fprintf(stderr, "\r\033[K");
-	free(order);
-	return 0;
 }
 
 /*
  * The files after the table: a failure to write one makes the exit status a
  * failure (the run's numbers are lost), but the others are still tried.
  */
-static int write_outputs(const struct bench_opts *o, struct bench_matrix *m,
-			 const struct bench_micro *mi, const struct bench_machine *mc, int status)
+int bench_write_outputs(const struct bench_opts *o, struct bench_matrix *m,
+			const struct bench_micro *mi, const struct bench_machine *mc,
+			const struct bench_shard_meta *meta, int status)
 {
 	char path[4096], err[256];
 	int r;
@@ -147,7 +150,7 @@ static int write_outputs(const struct bench_opts *o, struct bench_matrix *m,
 		status = VMM_EXIT_GUEST_FAIL;
 	}
 	snprintf(path, sizeof(path), "%s/results.json", o->out_dir);
-	if ((r = bench_report_json(path, o, m, mi, mc))) {
+	if ((r = bench_report_json(path, o, m, mi, mc, meta))) {
 		fprintf(stderr, "vmm bench: %s: %s\n", path, strerror(-r));
 		status = VMM_EXIT_GUEST_FAIL;
 	}
@@ -158,13 +161,19 @@ static int write_outputs(const struct bench_opts *o, struct bench_matrix *m,
 	return status;
 }
 
+/* A shard's cells that had no unit here did not fail: another shard runs them. */
+bool bench_cell_counts_failed(const struct bench_cell *c)
+{
+	return c->failed && (c->nruns || c->missing);
+}
+
 /* The last lines say what failed, so a long run's outcome is not scrolled off. */
-static void print_summary(const struct bench_opts *o, const struct bench_matrix *m,
+void bench_print_summary(const struct bench_opts *o, const struct bench_matrix *m,
 			  const struct bench_micro *mi)
 {
 	unsigned nfail = 0;
 	for (unsigned i = 0; i < m->n; i++)
-		nfail += m->cells[i].failed;
+		nfail += bench_cell_counts_failed(&m->cells[i]);
 	if (nfail)
 		fprintf(stderr, "vmm bench: %u of %u cells FAILED\n", nfail, m->n);
 	if (mi->failures)
@@ -195,7 +204,24 @@ static int setup(int argc, char **argv, struct bench_opts *o, struct bench_matri
 		fprintf(stderr, "vmm bench: %s\n", err);
 		return VMM_EXIT_USAGE;
 	}
-	if ((r = mkdir_p(o->out_dir))) {
+	if (o->cells) {
+		/* Checked before anything is listed, made or run. */
+		bool *sel = calloc(m->n + 1, sizeof(*sel)), micro;
+		snprintf(err, sizeof(err), "out of memory");
+		r = sel ? bench_cells_parse(o->cells, m->n, sel, &micro, err, sizeof(err)) : -ENOMEM;
+		free(sel);
+		if (r) {
+			fprintf(stderr, "vmm bench: %s\n", err);
+			bench_matrix_free(m);
+			return VMM_EXIT_USAGE;
+		}
+	}
+	if (o->list_cells) {
+		bench_list_cells(stdout, o, m);
+		bench_matrix_free(m);
+		return VMM_EXIT_OK;
+	}
+	if ((r = bench_mkdir_p(o->out_dir))) {
 		fprintf(stderr, "vmm bench: --out %s: %s\n", o->out_dir, strerror(-r));
 		bench_matrix_free(m);
 		return VMM_EXIT_USAGE;
@@ -203,39 +229,64 @@ static int setup(int argc, char **argv, struct bench_opts *o, struct bench_matri
 	return -EAGAIN;
 }
 
-int bench_main(int argc, char **argv)
+static int run_and_report(const struct bench_opts *o, struct bench_matrix *m,
+			  const struct bench_unit *units, unsigned nunits, const char *tmpdir)
 {
-	struct bench_opts o;
-	struct bench_matrix m;
-	int status = setup(argc, argv, &o, &m);
-	if (status != -EAGAIN)
-		return status;
-	char tmpdir[] = "/tmp/vmm-bench.XXXXXX";
-	if (!mkdtemp(tmpdir)) {
-		fprintf(stderr, "vmm bench: temporary directory: %s\n", strerror(errno));
-		bench_matrix_free(&m);
-		return VMM_EXIT_HOST_ERROR;
-	}
 	struct bench_machine mc;
 	bench_machine_probe(&mc);
 	struct bench_micro mi;
 	memset(&mi, 0, sizeof(mi));
-
-	if (run_reps(&o, &m, tmpdir, &mi)) {
-		bench_matrix_free(&m);
-		rm_tmpdir(tmpdir);
-		return VMM_EXIT_HOST_ERROR;
-	}
+	run_units(o, m, tmpdir, &mi, units, nunits);
 	rm_tmpdir(tmpdir);
 
-	bool failed = bench_stats_matrix(&m);
-	if (o.micro)
+	bench_stats_matrix(m);
+	bool failed = false;
+	for (unsigned i = 0; i < m->n; i++)
+		failed |= bench_cell_counts_failed(&m->cells[i]);
+	if (mi.ran)
 		bench_micro_finish(&mi);
-	bench_report_table(stdout, &o, &m, &mi, &mc);
+	bench_report_table(stdout, o, m, &mi, &mc);
 	fflush(stdout);
 
-	status = write_outputs(&o, &m, &mi, &mc, failed ? VMM_EXIT_GUEST_FAIL : VMM_EXIT_OK);
-	print_summary(&o, &m, &mi);
+	struct bench_shard_meta meta = {
+		.index = o->shard_count ? o->shard_index : o->cells ? 0 : 1,
+		.count = o->shard_count ? o->shard_count : o->cells ? 0 : 1,
+		.units = units, .nunits = nunits,
+		.margin_learned_ms = bench_start_margin_learned_ms(),
+	};
+	bench_fingerprint(o, m, meta.matrix);
+	int status = bench_write_outputs(o, m, &mi, &mc, &meta,
+					 failed ? VMM_EXIT_GUEST_FAIL : VMM_EXIT_OK);
+	bench_print_summary(o, m, &mi);
+	return status;
+}
+
+int bench_main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "merge"))
+		return bench_merge_main(argc - 1, argv + 1);
+	struct bench_opts o;
+	struct bench_matrix m;
+	char err[256];
+	int status = setup(argc, argv, &o, &m);
+	if (status != -EAGAIN)
+		return status;
+	struct bench_unit *units;
+	unsigned nunits;
+	if (bench_units_select(&o, &m, &units, &nunits, err, sizeof(err))) {
+		fprintf(stderr, "vmm bench: %s\n", err);
+		bench_matrix_free(&m);
+		return VMM_EXIT_USAGE;
+	}
+	char tmpdir[] = "/tmp/vmm-bench.XXXXXX";
+	if (!mkdtemp(tmpdir)) {
+		fprintf(stderr, "vmm bench: temporary directory: %s\n", strerror(errno));
+		free(units);
+		bench_matrix_free(&m);
+		return VMM_EXIT_HOST_ERROR;
+	}
+	status = run_and_report(&o, &m, units, nunits, tmpdir);
+	free(units);
 	bench_matrix_free(&m);
 	return status;
 }

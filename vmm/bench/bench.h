@@ -67,6 +67,11 @@ struct bench_opts {
 	bool modes[BENCH_MODES]; /* --vm-mode: which rows a K > 1 cell gets */
 	uint32_t start_margin_ms; /* K processes start their vCPUs this long after being forked; 0: auto */
 	int test_fail_cell; /* hidden, for tests: this cell's runs get a bad option; -1 none */
+	bool test_synthetic; /* hidden, for tests: units record a made-up result (bench_synth.c) */
+	bool list_cells;     /* --list-cells: print the matrix and stop */
+	unsigned shard_index, shard_count; /* --shard I/N; 0/0 when not given */
+	const char *cells;   /* --cells LIST, resolved against the matrix (bench_shard.c) */
+	unsigned pcpus_max;  /* --pcpus bound: usable CPUs; merge lifts it for other hosts' configs */
 	const char *exe;    /* the binary whose `run` each cell execs */
 };
 
@@ -79,6 +84,7 @@ void bench_print_usage(FILE *out);
 enum bench_kind { BENCH_VM, BENCH_NATIVE };
 
 struct bench_run {
+	unsigned rep;    /* the global repetition: shards and merges keep it */
 	bool ok;
 	int exit_code;   /* the child's exit status; 128+n for signal n; -1 timeout */
 	double ops_per_s; /* NaN when absent */
@@ -111,6 +117,7 @@ struct bench_cell {
 
 	unsigned nruns;
 	struct bench_run runs[BENCH_MAX_REPS];
+	bool missing;        /* merge: some repetitions are in no shard (fails the cell) */
 
 	/* bench_stats_cell */
 	unsigned nok;
@@ -242,8 +249,10 @@ void bench_machine_probe(struct bench_machine *mc);
 void bench_report_table(FILE *out, const struct bench_opts *o, const struct bench_matrix *m,
 			const struct bench_micro *mi, const struct bench_machine *mc);
 int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct bench_micro *mi);
+struct bench_shard_meta; /* bench_shard.h */
 int bench_report_json(const char *path, const struct bench_opts *o, const struct bench_matrix *m,
-		      const struct bench_micro *mi, const struct bench_machine *mc);
+		      const struct bench_micro *mi, const struct bench_machine *mc,
+		      const struct bench_shard_meta *meta);
 
 /* Writes DIR/<name>.gp + .dat and runs gnuplot for the SVGs. 0, or -1 with
  * one line in err (gnuplot missing or failed). */

@@ -13,6 +13,7 @@
 
 #include "sched/policy.h"
 #include "vmm/bench/bench.h"
+#include "vmm/bench/bench_shard.h"
 #include "vmm/cli/parse.h"
 #include "vmm/cli/workloads.h"
 
@@ -174,6 +175,7 @@ void bench_opts_defaults(struct bench_opts *o)
 	for (int m = 0; m < BENCH_MODES; m++)
 		o->modes[m] = true;
 	o->test_fail_cell = -1;
+	o->pcpus_max = usable_cpus();
 	o->exe = "/proc/self/exe";
 	apply_preset(&presets[0], o, err, sizeof(err));
 }
@@ -193,7 +195,8 @@ void bench_print_usage(FILE *out)
 	fprintf(out,
 		"  --reps N                runs per cell; the median is reported (default 3)\n"
 		"  --duration T            measured time of each run: 1s, 500ms (default 1s)\n"
-		"  --pcpus M               physical CPU slots (default: every CPU this process may use)\n"
+		"  --pcpus M               physical CPU slots (default: every CPU this process may use;\n"
+		"                          a fleet run gives it, so every host runs the same matrix)\n"
 		"  --workloads LIST        lockbench, shootdown, barrier\n"
 		"  --locks LIST            %s\n"
 		"  --policies LIST         host (--sched host: always included), %s\n"
@@ -213,7 +216,12 @@ void bench_print_usage(FILE *out)
 		"  --no-plot               no SVG plots (no gnuplot needed)\n"
 		"  --no-native             no native-threads upper bound\n"
 		"  --no-micro              no microbenchmarks\n"
+		"  --list-cells            print the cells (ID, key, reps) and the unit count; run nothing\n"
+		"  --shard I/N             run only every N-th unit (cell x rep) of the full run's order,\n"
+		"                          starting at the I-th (1-based, as Slurm's --array=1-N)\n"
+		"  --cells LIST            run every rep of only these cells: 0,3-5 (and 'micro')\n"
 		"  -h, --help              this text\n"
+		"  vmm bench merge [--out DIR] [--no-plot] PATH...  merges shards' results.json\n"
 		"Exit status: 0 all cells ran, 1 a cell failed (shown as FAILED) or a plot could not be\n"
 		"made, 2 bad options.\n",
 		vmm_name_list(vmm_lock_names, l, sizeof(l)),
@@ -224,6 +232,7 @@ enum {
 	OPT_PRESET = 256, OPT_REPS, OPT_DURATION, OPT_PCPUS, OPT_WORKLOADS, OPT_LOCKS,
 	OPT_POLICIES, OPT_OVERCOMMIT, OPT_VMS, OPT_THRESHOLDS, OPT_CS, OPT_WORK, OPT_OUT,
 	OPT_NO_PLOT, OPT_NO_NATIVE, OPT_NO_MICRO, OPT_TEST_FAIL, OPT_VM_MODE, OPT_START_MARGIN,
+	OPT_LIST_CELLS, OPT_SHARD, OPT_CELLS, OPT_TEST_SYNTH,
 };
 
 static const struct option bench_long[] = {
@@ -247,6 +256,11 @@ static const struct option bench_long[] = {
 	{ "start-margin", required_argument, 0, OPT_START_MARGIN },
 	/* Not in --help: makes one cell's runs fail, so tests can see failures reported. */
 	{ "test-fail-cell", required_argument, 0, OPT_TEST_FAIL },
+	/* Not in --help: units record made-up results, so shard and merge run without KVM. */
+	{ "test-synthetic", no_argument, 0, OPT_TEST_SYNTH },
+	{ "list-cells", no_argument, 0, OPT_LIST_CELLS },
+	{ "shard", required_argument, 0, OPT_SHARD },
+	{ "cells", required_argument, 0, OPT_CELLS },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
 };
@@ -298,6 +312,8 @@ static int check_after_options(int argc, char **argv, const struct bench_opts *o
 {
 	if (optind < argc)
 		return parse_fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+	if (o->shard_count && o->cells)
+		return parse_fail(err, errlen, "--shard and --cells do not combine (a shard is already a set of units)");
 	for (unsigned i = 0; i < o->overcommit.n; i++) {
 		double vcpus = o->overcommit.v[i] * o->pcpus;
 		if (vcpus != floor(vcpus))
@@ -329,7 +345,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 			o->duration_ms = (uint32_t)v;
 			break;
 		case OPT_PCPUS:
-			r = whole("--pcpus", optarg, 1, usable_cpus(), &v, err, errlen);
+			r = whole("--pcpus", optarg, 1, o->pcpus_max, &v, err, errlen);
 			o->pcpus = (unsigned)v;
 			break;
 		case OPT_WORKLOADS:
@@ -383,6 +399,21 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 		case OPT_TEST_FAIL:
 			r = whole("--test-fail-cell", optarg, 0, BENCH_MAX_CELLS, &v, err, errlen);
 			o->test_fail_cell = (int)v;
+			break;
+		case OPT_TEST_SYNTH:
+			o->test_synthetic = true;
+			break;
+		case OPT_LIST_CELLS:
+			o->list_cells = true;
+			break;
+		case OPT_SHARD:
+			if (bench_shard_parse(optarg, &o->shard_index, &o->shard_count))
+				r = parse_fail(err, errlen, "--shard: '%s' is not I/N with 1 <= I <= N", optarg);
+			break;
+		case OPT_CELLS:
+			if (!optarg[0])
+				r = parse_fail(err, errlen, "--cells: empty list");
+			o->cells = optarg;
 			break;
 		case 'h':
 			return BENCH_HELP;

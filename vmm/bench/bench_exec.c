@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "vmm/bench/bench.h"
+#include "vmm/bench/bench_shard.h"
 
 #define ARGS_MAX 48
 
@@ -293,8 +294,13 @@ void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, cons
 {
 	memset(out, 0, sizeof(*out));
 	out->ops_per_s = NAN;
+	out->rep = rep;
 	if (!alloc_vms(c, out))
 		return;
+	if (o->test_synthetic) {
+		bench_synth_run(o, c, rep, out);
+		return;
+	}
 	if (c->kind == BENCH_NATIVE) {
 		run_native(o, c, out);
 		return;

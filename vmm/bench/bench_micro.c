@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "vmm/bench/bench.h"
+#include "vmm/bench/bench_shard.h"
 
 const char *const bench_micro_names[BENCH_MICRO_KINDS] = {
 	"hypercall_ns", "bare_exit_ns", "kick_to_running_ns", "futex_wake_ns",
@@ -222,6 +223,10 @@ void bench_micro_rep(const struct bench_opts *o, const char *tmpdir, unsigned re
 		mi->raw[k][rep] = NAN;
 	mi->ran = true;
 	mi->reps = rep + 1;
+	if (o->test_synthetic) {
+		bench_synth_micro(rep, mi);
+		return;
+	}
 	hcbench(mi, o, tmpdir, rep);
 	futex(mi, rep);
 	kick(mi, o, tmpdir, rep);

@@ -8,11 +8,11 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vmm/bench/bench.h"
 #include "vmm/config.h"
-#include "lib/json_writer.h"
 
 #define MAX_COLS 32
 
@@ -281,17 +281,31 @@ static void csv_text(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The shortest text that reads back as the same double: the CSV and the
+ * JSON (17 digits, for the merge) then hold equal values. */
+static const char *exact(double v, char *buf, size_t len)
+{
+	for (int digits = 10; digits < 17; digits++) {
+		snprintf(buf, len, "%.*g", digits, v);
+		if (strtod(buf, NULL) == v)
+			return buf;
+	}
+	snprintf(buf, len, "%.17g", v);
+	return buf;
+}
+
 static void csv_num(FILE *f, double v)
 {
+	char b[40];
 	if (isfinite(v))
-		fprintf(f, ",%.10g", v);
+		fprintf(f, ",%s", exact(v, b, sizeof(b)));
 	else
 		fputs(",", f);
 }
 
 int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct bench_micro *mi)
 {
-	char path[4096];
+	char path[4096], b[40];
 	FILE *f = open_in(dir, "results.csv", path, sizeof(path));
 	if (!f)
 		return -errno;
@@ -317,7 +331,8 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 		csv_text(f, c->failed ? c->fail_why : "");
 		fprintf(f, ",%s,", bench_mode_names[c->mode]);
 		for (unsigned k = 0; c->vm_median && k < c->vms; k++)
-			fprintf(f, isfinite(c->vm_median[k]) ? "%s%.10g" : "%s", k ? ";" : "", c->vm_median[k]);
+			fprintf(f, "%s%s", k ? ";" : "",
+				isfinite(c->vm_median[k]) ? exact(c->vm_median[k], b, sizeof(b)) : "");
 		csv_num(f, c->jain);
 		csv_num(f, c->max_over_min);
 		csv_num(f, c->vs_one_vm);
@@ -335,7 +350,7 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 	for (unsigned i = 0; i < m->n; i++)
 		for (unsigned k = 0; k < m->cells[i].nruns; k++) {
 			const struct bench_run *x = &m->cells[i].runs[k];
-			fprintf(f, "%u,%u,%d,%d", i, k, x->ok, x->exit_code);
+			fprintf(f, "%u,%u,%d,%d", i, x->rep, x->ok, x->exit_code);
 			csv_num(f, x->ops_per_s);
 			csv_num(f, x->wall_s);
 			fputc(',', f);
@@ -353,173 +368,8 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 		csv_num(f, mi->median[k]);
 		fputc(',', f);
 		for (unsigned r2 = 0; r2 < mi->reps; r2++)
-			fprintf(f, r2 ? ";%.10g" : "%.10g", mi->raw[k][r2]);
+			fprintf(f, "%s%s", r2 ? ";" : "", exact(mi->raw[k][r2], b, sizeof(b)));
 		fputc('\n', f);
 	}
-	return fclose(f) ? -errno : 0;
-}
-
-static void json_list_s(struct json *j, const char *key, const struct bench_strs *s)
-{
-	json_arr(j, key);
-	for (unsigned i = 0; i < s->n; i++)
-		json_str(j, NULL, s->v[i]);
-	json_end_arr(j);
-}
-
-static void json_list_n(struct json *j, const char *key, const struct bench_nums *s)
-{
-	json_arr(j, key);
-	for (unsigned i = 0; i < s->n; i++)
-		json_f64(j, NULL, s->v[i]);
-	json_end_arr(j);
-}
-
-static void json_cell(struct json *j, const struct bench_cell *c)
-{
-	json_obj(j, NULL);
-	json_u64(j, "id", c->id);
-	json_str(j, "kind", c->kind == BENCH_VM ? "vm" : "native");
-	json_str(j, "workload", c->workload);
-	json_str(j, "lock", c->lock);
-	json_str(j, "policy", c->policy);
-	json_u64(j, "spin_threshold", c->spin_threshold);
-	json_u64(j, "vms", c->vms);
-	json_u64(j, "vcpus_per_vm", c->vcpus);
-	json_u64(j, "vcpus_total", c->vms * c->vcpus);
-	json_u64(j, "pcpus", c->pcpus);
-	json_f64(j, "overcommit", c->overcommit);
-	json_bool(j, "auto_added", c->auto_added);
-	json_i64(j, "ref_id", c->ref);
-	json_i64(j, "native_ref_id", c->native_ref);
-	json_str(j, "status", c->failed ? "failed" : "ok");
-	json_i64(j, "exit_code", c->failed ? c->fail_exit : 0);
-	if (c->failed)
-		json_str(j, "reason", c->fail_why ? c->fail_why : "");
-	json_f64(j, "median_ops_per_s", c->median);
-	json_f64(j, "min_ops_per_s", c->min);
-	json_f64(j, "max_ops_per_s", c->max);
-	json_f64(j, "spread_pct", c->spread_pct);
-	json_f64(j, "efficiency", c->eff);
-	json_f64(j, "of_native", c->of_native);
-	json_str(j, "mode", bench_mode_names[c->mode]);
-	if (c->kind == BENCH_VM && c->vms > 1) {
-		json_arr(j, "per_vm_ops_per_s");
-		for (unsigned k = 0; c->vm_median && k < c->vms; k++)
-			json_f64(j, NULL, c->vm_median[k]);
-		json_end_arr(j);
-		json_f64(j, "jain", c->jain);
-		json_f64(j, "max_over_min", c->max_over_min);
-		json_f64(j, "vs_1vm", c->vs_one_vm);
-		json_i64(j, "vs_1vm_ref_id", c->one_vm_ref);
-		json_f64(j, "vs_process", c->vs_process);
-		json_i64(j, "process_ref_id", c->process_ref);
-		json_f64(j, "vs_host_procs", c->vs_host_procs);
-		json_i64(j, "host_procs_ref_id", c->host_procs_ref);
-		json_f64(j, "max_start_late_ms", c->max_late_ms);
-		json_f64(j, "start_spread_ms", c->start_spread_ms);
-	}
-	json_arr(j, "runs");
-	for (unsigned k = 0; k < c->nruns; k++) {
-		const struct bench_run *r = &c->runs[k];
-		json_obj(j, NULL);
-		json_u64(j, "rep", k);
-		json_bool(j, "ok", r->ok);
-		json_i64(j, "exit_code", r->exit_code);
-		json_f64(j, "ops_per_s", r->ops_per_s);
-		json_f64(j, "wall_s", r->wall_s);
-		if (r->vm_ops) {
-			json_arr(j, "vms");
-			for (unsigned k = 0; k < c->vms; k++) {
-				json_obj(j, NULL);
-				json_f64(j, "ops_per_s", r->vm_ops[k]);
-				if (c->mode != BENCH_MODE_PROCESS)
-					json_u64(j, "start_ns", r->vm_start_ns[k]);
-				json_end_obj(j);
-			}
-			json_end_arr(j);
-			if (c->mode != BENCH_MODE_PROCESS) {
-				json_f64(j, "start_spread_ms", r->start_spread_ms);
-				json_f64(j, "max_start_late_ms", r->max_late_ms);
-			}
-			if (c->mode == BENCH_MODE_DOMAIN)
-				json_u64(j, "min_domain_grants", r->min_grants);
-		}
-		if (!r->ok)
-			json_str(j, "reason", r->why);
-		json_end_obj(j);
-	}
-	json_end_arr(j);
-	json_end_obj(j);
-}
-
-int bench_report_json(const char *path, const struct bench_opts *o, const struct bench_matrix *m,
-		      const struct bench_micro *mi, const struct bench_machine *mc)
-{
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	struct json j;
-	unsigned nfail = 0;
-	json_begin(&j, f);
-	json_obj(&j, NULL);
-	json_str(&j, "vmm_version", VMM_VERSION);
-	json_str(&j, "preset", o->preset);
-	json_obj(&j, "machine");
-	json_u64(&j, "nproc", mc->nproc);
-	json_str(&j, "cpu", mc->cpu);
-	json_str(&j, "kernel", mc->kernel);
-	json_str(&j, "kvm", mc->kvm);
-	json_end_obj(&j);
-	json_obj(&j, "config");
-	json_u64(&j, "pcpus", o->pcpus);
-	json_u64(&j, "reps", o->reps);
-	json_u64(&j, "duration_ms", o->duration_ms);
-	json_u64(&j, "cs_cycles", o->cs_cycles);
-	json_u64(&j, "work_cycles", o->work_cycles);
-	json_list_s(&j, "workloads", &o->workloads);
-	json_list_s(&j, "locks", &o->locks);
-	json_list_s(&j, "policies", &o->policies);
-	json_list_n(&j, "overcommit", &o->overcommit);
-	json_list_n(&j, "vms", &o->vms);
-	json_list_n(&j, "spin_thresholds", &o->thresholds);
-	json_bool(&j, "native", o->native);
-	json_bool(&j, "micro", o->micro);
-	json_arr(&j, "vm_modes");
-	for (int k = 0; k < BENCH_MODES; k++)
-		if (o->modes[k])
-			json_str(&j, NULL, bench_mode_names[k]);
-	json_end_arr(&j);
-	json_u64(&j, "start_margin_ms", o->start_margin_ms);
-	json_u64(&j, "start_margin_learned_ms", bench_start_margin_learned_ms());
-	json_end_obj(&j);
-	json_arr(&j, "cells");
-	for (unsigned i = 0; i < m->n; i++) {
-		json_cell(&j, &m->cells[i]);
-		nfail += m->cells[i].failed;
-	}
-	json_end_arr(&j);
-	json_u64(&j, "failed_cells", nfail);
-	if (mi->ran) {
-		json_obj(&j, "micro");
-		json_u64(&j, "reps", mi->reps);
-		for (int k = 0; k < BENCH_MICRO_KINDS; k++) {
-			json_obj(&j, bench_micro_names[k]);
-			json_f64(&j, "median", mi->median[k]);
-			json_arr(&j, "runs");
-			for (unsigned r = 0; r < mi->reps; r++)
-				json_f64(&j, NULL, mi->raw[k][r]);
-			json_end_arr(&j);
-			json_end_obj(&j);
-		}
-		json_f64(&j, "hypercall_over_exit",
-			 bench_ratio(mi->median[BENCH_MICRO_HC], mi->median[BENCH_MICRO_EXIT]));
-		json_f64(&j, "kick_over_futex",
-			 bench_ratio(mi->median[BENCH_MICRO_KICK], mi->median[BENCH_MICRO_FUTEX]));
-		json_u64(&j, "failures", mi->failures);
-		json_end_obj(&j);
-	}
-	json_end_obj(&j);
-	json_finish(&j);
 	return fclose(f) ? -errno : 0;
 }

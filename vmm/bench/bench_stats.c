@@ -125,7 +125,12 @@ void bench_stats_cell(struct bench_cell *c)
 			c->fail_why = r->why;
 		}
 	}
-	if (c->nruns == 0) {
+	if (c->missing) {
+		/* Kept: the reps that are there; but a partial cell is no figure. */
+		c->failed = true;
+		c->fail_exit = -1;
+		c->fail_why = "missing from the merge";
+	} else if (c->nruns == 0) {
 		c->failed = true;
 		c->fail_exit = -1;
 		c->fail_why = "never ran";

@@ -1,0 +1,249 @@
+"""`vmm bench --shard I/N` + `vmm bench merge` without KVM: --test-synthetic
+makes every unit a deterministic made-up result of (cell key, rep), so a
+full run and 4 shards merged must agree exactly, and the merge's checks
+(missing, duplicated, foreign, bad files, several hosts) can be driven."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import harness
+
+MATRIX = ["--test-synthetic", "--locks", "tas,pvticket", "--policies", "host,pv",
+          "--overcommit", "1,2", "--vms", "1,2", "--reps", "3", "--pcpus", "2",
+          "--duration", "100ms", "--no-plot"]
+
+
+def bench(*args):
+    return subprocess.run([harness.vmm_path(), "bench", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def merge(out, *paths):
+    return bench("merge", "--no-plot", "--out", out, *paths)
+
+
+class Tmp:
+    def __enter__(self):
+        self.d = tempfile.mkdtemp(prefix="vmm-bench-merge.")
+        return self
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def p(self, *names):
+        return os.path.join(self.d, *names)
+
+    def run(self, name, *extra, matrix=MATRIX):
+        p = bench(*matrix, *extra, "--out", self.p(name))
+        assert p.returncode == 0, (name, p.stderr)
+        return self.p(name)
+
+    def shards(self, n=4, matrix=MATRIX, prefix="s"):
+        return [self.run("%s%d" % (prefix, i), "--shard", "%d/%d" % (i, n), matrix=matrix)
+                for i in range(1, n + 1)]
+
+
+def load(d):
+    with open(os.path.join(d, "results.json")) as f:
+        return json.load(f)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+DERIVED = ["status", "median_ops_per_s", "min_ops_per_s", "max_ops_per_s", "spread_pct",
+           "efficiency", "of_native", "jain", "vs_1vm", "vs_process", "vs_host_procs"]
+
+
+def test_shards_merge_equal_full_run():
+    with Tmp() as t:
+        full = load(t.run("full"))
+        p = merge(t.p("m"), *t.shards())
+        assert p.returncode == 0, p.stderr
+        m = load(t.p("m"))
+        assert len(m["cells"]) == len(full["cells"]) > 10
+        for a, b in zip(full["cells"], m["cells"]):
+            assert a["id"] == b["id"] and a["policy"] == b["policy"], (a, b)
+            assert [r["rep"] for r in b["runs"]] == list(range(3)), b
+            assert a["runs"] == b["runs"], (a["id"], a["runs"], b["runs"])
+            for k in DERIVED:
+                assert a.get(k) == b.get(k), (a["id"], k, a.get(k), b.get(k))
+        assert full["micro"] == m["micro"]
+        assert m["shard"]["count"] == 4 and m["shard"]["matrix"] == full["shard"]["matrix"]
+        assert len(m["shard"]["units"]) == len(full["shard"]["units"])
+        for name in ("results.csv", "runs.csv", "micro.csv"):
+            assert read(t.p("full", name)) == read(t.p("m", name)), name
+
+
+def test_shards_split_the_units():
+    with Tmp() as t:
+        full = load(t.run("full"))["shard"]
+        assert full["index"] == 1 and full["count"] == 1
+        units = [tuple(u) for u in full["units"]]
+        got = []
+        for i, d in enumerate(t.shards(), 1):
+            s = load(d)["shard"]
+            assert s["index"] == i and s["count"] == 4 and s["matrix"] == full["matrix"]
+            mine = [tuple(u) for u in s["units"]]
+            # every 4th unit of the full run's order, from the i-th
+            assert mine == units[i - 1::4], (i, mine)
+            got += mine
+        assert sorted(got, key=str) == sorted(units, key=str)
+
+
+def test_merge_order_independent_and_idempotent():
+    with Tmp() as t:
+        s = t.shards()
+        assert merge(t.p("a"), *s).returncode == 0
+        assert merge(t.p("b"), *reversed(s)).returncode == 0
+        assert read(t.p("a", "results.json")) == read(t.p("b", "results.json"))
+        assert merge(t.p("c"), t.p("a")).returncode == 0
+        assert read(t.p("a", "results.json")) == read(t.p("c", "results.json"))
+        assert read(t.p("a", "results.csv")) == read(t.p("c", "results.csv"))
+
+
+def test_missing_shard_names_exactly_its_cells():
+    with Tmp() as t:
+        s = t.shards()
+        lost = {tuple(u) for u in load(s[1])["shard"]["units"]}
+        p = merge(t.p("m"), s[0], s[2], s[3])
+        assert p.returncode == 1, p
+        lines = [l for l in p.stderr.splitlines() if "missing:" in l]
+        named = {}
+        for l in lines:
+            w = l.split("missing: ", 1)[1].split()
+            if w[0] == "micro":
+                named["micro"] = w
+                continue
+            assert w[0] == "cell" and w[3] == "reps" and w[5:] == ["(shard", "2)"], l
+            named[int(w[1])] = {int(r) for r in w[4].split(",")}
+        want = {}
+        for c, r in lost:
+            if c != "micro":
+                want.setdefault(c, set()).add(r)
+        assert {k: v for k, v in named.items() if k != "micro"} == want, (named, want)
+        assert ("micro" in named) == any(c == "micro" for c, _ in lost)
+        m = load(t.p("m"))
+        for c in m["cells"]:
+            kept = {r["rep"] for r in c["runs"]}
+            assert kept == {0, 1, 2} - want.get(c["id"], set()), c
+            if c["id"] in want:
+                assert c["status"] == "failed" and c["reason"] == "missing from the merge", c
+            else:
+                assert c["status"] == "ok", c
+
+
+def test_duplicates_are_refused():
+    with Tmp() as t:
+        s = t.shards()
+        for paths in ([s[0], s[0]], [s[0], os.path.join(s[0], "results.json")]):
+            p = merge(t.p("m"), *paths, s[1], s[2], s[3])
+            assert p.returncode == 2 and "duplicated" in p.stderr, p
+        shutil.copytree(s[0], t.p("copy"))
+        p = merge(t.p("m"), t.p("copy"), *s)
+        assert p.returncode == 2 and "duplicated" in p.stderr, p
+        p = merge(t.p("m"), t.run("full"), s[0])
+        assert p.returncode == 2, p
+        assert not os.path.exists(t.p("m")), "an error must write nothing"
+
+
+def test_foreign_matrix_is_refused():
+    with Tmp() as t:
+        s = t.shards()
+        for change in (["--reps", "2"], ["--duration", "200ms"]):
+            other = [a for a in MATRIX]
+            i = other.index(change[0])
+            other[i + 1] = change[1]
+            o = t.run("o" + change[0], "--shard", "2/4", matrix=other)
+            p = merge(t.p("m"), s[0], o, s[2], s[3])
+            assert p.returncode == 2 and "foreign" in p.stderr, p
+            assert s[0] in p.stderr and o in p.stderr, p.stderr
+        o = t.run("o3", "--shard", "2/3")
+        p = merge(t.p("m"), s[0], o)
+        assert p.returncode == 2 and "foreign" in p.stderr, p
+        assert not os.path.exists(t.p("m"))
+
+
+def test_two_hosts_kept_apart():
+    with Tmp() as t:
+        a = t.shards(prefix="a")
+        b = t.shards(prefix="b")
+        for d in b:
+            doc = load(d)
+            doc["machine"]["cpu"] = "Other CPU 9000"
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump(doc, f)
+        p = merge(t.p("m"), *a, *b)
+        assert p.returncode == 0, p.stderr
+        subs = sorted(os.listdir(t.p("m")))
+        assert len(subs) == 2, subs
+        assert len([l for l in p.stdout.splitlines() if l.startswith("host ")]) == 2, p.stdout
+        cpus = set()
+        for sub in subs:
+            m = load(t.p("m", sub))
+            cpus.add(m["machine"]["cpu"])
+            assert all(len(c["runs"]) == 3 and c["status"] == "ok" for c in m["cells"])
+        assert "Other CPU 9000" in cpus and len(cpus) == 2
+
+
+def test_bad_file_is_one_line():
+    with Tmp() as t:
+        s = t.shards()
+        doc = load(s[1])
+        doc["shard"]["units"][0] = ["x", 0]
+        with open(t.p("bad.json"), "w") as f:
+            json.dump(doc, f)
+        with open(t.p("trunc.json"), "w") as f:
+            f.write(read(os.path.join(s[2], "results.json")).decode()[:500])
+        os.mkdir(t.p("empty"))
+        for bad, field in ((t.p("bad.json"), "shard.units[0]"), (t.p("trunc.json"), "JSON"),
+                           (t.p("empty"), "results.json")):
+            p = merge(t.p("m"), s[0], bad)
+            assert p.returncode == 2, p
+            lines = p.stderr.strip().splitlines()
+            assert len(lines) == 1 and field in lines[0], (bad, p.stderr)
+        doc = load(s[1])
+        c = next(c for c in doc["cells"] if c["runs"])
+        c["runs"][0]["wall_s"] = "slow"
+        with open(t.p("bad2.json"), "w") as f:
+            json.dump(doc, f)
+        p = merge(t.p("m"), s[0], t.p("bad2.json"))
+        assert p.returncode == 2 and "wall_s" in p.stderr and "bad2.json" in p.stderr, p
+        assert not os.path.exists(t.p("m"))
+
+
+def test_list_cells():
+    a, b = bench(*MATRIX, "--list-cells"), bench(*MATRIX, "--list-cells")
+    assert a.returncode == 0 and a.stdout == b.stdout, (a, b)
+    lines = a.stdout.splitlines()
+    cells = [l.split("\t") for l in lines[:-1]]
+    assert cells[-1] == ["micro", "micro", "reps=3"], cells[-1]
+    ids = [int(c[0]) for c in cells[:-1]]
+    assert ids == list(range(len(ids))), ids
+    assert len({c[1] for c in cells}) == len(cells)
+    units = (len(cells)) * 3
+    assert lines[-1] == "units=%d shards-max=%d" % (units, units), lines[-1]
+    assert "vm:lockbench:tas:pv:process:1x2:p2:t4096" in a.stdout
+    with Tmp() as t:
+        assert len(load(t.run("full"))["shard"]["units"]) == units
+
+
+def test_bad_shard_options():
+    for bad in (["--shard", "0/4"], ["--shard", "5/4"], ["--shard", "1/0"], ["--shard", "x"],
+                ["--shard", "1/4", "--cells", "0"], ["--cells", "0-999"], ["--cells", "3-1"]):
+        p = bench(*MATRIX, *bad, "--list-cells")
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (bad, p)
+
+
+def test_cells_runs_every_rep_of_those():
+    with Tmp() as t:
+        d = t.run("c", "--cells", "0,3-4")
+        s = load(d)
+        assert s["shard"]["index"] == 0 and s["shard"]["count"] == 0
+        assert sorted({u[0] for u in s["shard"]["units"]}) == [0, 3, 4]
+        for c in s["cells"]:
+            assert len(c["runs"]) == (3 if c["id"] in (0, 3, 4) else 0), c

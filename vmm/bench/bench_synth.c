@@ -1,0 +1,64 @@
+/*
+ * --test-synthetic: each unit records a result made from a hash of (cell
+ * key, rep) instead of running anything, so the whole shard -> merge path
+ * runs in milliseconds on a machine without KVM, and two runs of the same
+ * unit anywhere give the same numbers (what the merge tests compare).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vmm/bench/bench_shard.h"
+
+static uint64_t unit_hash(const char *key, unsigned rep, unsigned salt)
+{
+	uint64_t h = bench_fnv1a(key, strlen(key), BENCH_FNV_INIT);
+	h = bench_fnv1a(&rep, sizeof(rep), h);
+	return bench_fnv1a(&salt, sizeof(salt), h);
+}
+
+/* In [lo, lo * 2): a spread like real runs', never zero. */
+static double spread(uint64_t h, double lo)
+{
+	return lo * (1.0 + (double)(h % 1000) / 1000.0);
+}
+
+void bench_synth_run(const struct bench_opts *o, const struct bench_cell *c, unsigned rep,
+		     struct bench_run *out)
+{
+	char key[256];
+	bench_cell_key(c, key, sizeof(key));
+	out->wall_s = o->duration_ms / 1000.0 + spread(unit_hash(key, rep, 1), 0.05);
+	if ((int)c->id == o->test_fail_cell) {
+		out->exit_code = 2;
+		snprintf(out->why, sizeof(out->why), "synthetic failure (--test-fail-cell)");
+		return;
+	}
+	out->ok = true;
+	/* Overcommit costs something, so efficiencies are below 1 as in life. */
+	double base = 1e6 / (c->overcommit > 0 ? c->overcommit : 1);
+	out->ops_per_s = spread(unit_hash(key, rep, 2), base);
+	if (!out->vm_ops)
+		return;
+	double sum = 0;
+	for (unsigned k = 0; k < c->vms; k++) {
+		out->vm_ops[k] = spread(unit_hash(key, rep, 10 + k), base / c->vms);
+		sum += out->vm_ops[k];
+	}
+	out->ops_per_s = sum;
+	if (c->mode == BENCH_MODE_PROCESS)
+		return;
+	uint64_t t0 = 1000000000ull * (rep + 1);
+	for (unsigned k = 0; k < c->vms; k++)
+		out->vm_start_ns[k] = t0 + unit_hash(key, rep, 100 + k) % 500000;
+	out->start_spread_ms = (double)(unit_hash(key, rep, 3) % 500) / 1000.0;
+	out->max_late_ms = (double)(unit_hash(key, rep, 4) % 800) / 1000.0;
+	if (c->mode == BENCH_MODE_DOMAIN)
+		out->min_grants = 100 + unit_hash(key, rep, 5) % 100;
+}
+
+void bench_synth_micro(unsigned rep, struct bench_micro *mi)
+{
+	for (unsigned k = 0; k < BENCH_MICRO_KINDS; k++)
+		mi->raw[k][rep] = spread(unit_hash("micro", rep, k), 1000.0 * (k + 1));
+}
