@@ -122,7 +122,8 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin={self.task_plugin}
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
-SchedulerType=sched/backfill
+SchedulerType=sched/builtin
+SchedulerParameters=sched_min_interval=0,batch_sched_delay=0
 ReturnToService=2
 MpiDefault=none
 AccountingStorageType=accounting_storage/none
