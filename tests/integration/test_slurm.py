@@ -159,7 +159,10 @@ def _compare(local, merged, reps, exact):
         assert _close(b["median_ops_per_s"], statistics.median(v)), (k, b)
         assert _close(b["min_ops_per_s"], min(v)) and _close(b["max_ops_per_s"], max(v)), (k, b)
         ratio = b["median_ops_per_s"] / a["median_ops_per_s"]
-        assert 0.5 <= ratio <= 2, (k, ratio, a["median_ops_per_s"], b["median_ops_per_s"])
+        # the nested KVM and the sanitizers make speeds noise (harness.need_timing)
+        if not (harness.nested() or os.environ.get("VMM_SANITIZED") == "1"):
+            assert 0.5 <= ratio <= 2, (k, ratio, a["median_ops_per_s"], b["median_ops_per_s"])
+        assert ratio > 0, (k, a, b)
         ref = mc[_ref_key(merged, b, "ref_id")]
         assert _close(b["efficiency"], b["median_ops_per_s"] / ref["median_ops_per_s"]), (k, b, ref)
 

@@ -9,6 +9,7 @@ Unavailable: Slurm or munge is not installed and cannot be (not root, no
 apt); the caller skips. A daemon that does not come up is a RuntimeError
 with its log's tail."""
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -120,6 +121,8 @@ class Cluster:
 
     def _write_conf(self):
         # the nested KVM's inner host is "(none)": no name slurm.conf takes
+        # root as we run here; another user runs a cluster of its own jobs
+        self.user = pwd.getpwuid(os.getuid()).pw_name
         self.node = socket.gethostname().split(".")[0]
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", self.node):
             self.node = "vmmnode"
@@ -130,8 +133,8 @@ ClusterName=vmmtest
 SlurmctldHost=localhost
 SlurmctldPort={self.ports[0]}
 SlurmdPort={self.ports[1]}
-SlurmUser=root
-SlurmdUser=root
+SlurmUser={self.user}
+SlurmdUser={self.user}
 AuthType=auth/munge
 AuthInfo=socket={d("munge", "munge.socket")}
 CredType=cred/munge
@@ -256,7 +259,7 @@ PartitionName=vmmtest Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         if self.dir is None:
             return
         if "slurmctld" in self.procs and self.procs["slurmctld"][0].poll() is None:
-            subprocess.run(["scancel", "--full", "-u", "root"], env=self.env, capture_output=True,
+            subprocess.run(["scancel", "--full", "-u", self.user], env=self.env, capture_output=True,
                            timeout=30)
             end = time.monotonic() + 15
             while time.monotonic() < end:
