@@ -8,6 +8,7 @@ configured and kept in a temp dir, on free ports. The system's /etc/slurm,
 Unavailable: Slurm or munge is not installed and cannot be (not root, no
 apt); the caller skips. A daemon that does not come up is a RuntimeError
 with its log's tail."""
+import atexit
 import os
 import pwd
 import re
@@ -211,6 +212,9 @@ PartitionName=vmmtest Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         _prepare_nested_host()
         t0 = time.monotonic()
         self.dir = tempfile.mkdtemp(prefix="vmm-slurm.")
+        # a test runner that exits without unwinding (sys.exit in a signal
+        # handler, an error in __exit__'s caller) still stops the daemons
+        atexit.register(self.stop)
         # munged wants its socket's folders searchable by all (clients of
         # any user); the key stays 0400, the state 0700
         os.chmod(self.dir, 0o755)
@@ -288,6 +292,7 @@ PartitionName=vmmtest Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         if not os.environ.get("VMM_SLURM_KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
         self.dir = None
+        atexit.unregister(self.stop)
 
     def __enter__(self):
         try:
