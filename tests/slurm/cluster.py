@@ -7,7 +7,9 @@ configured and kept in a temp dir, on free ports. The system's /etc/slurm,
 
 Unavailable: Slurm or munge is not installed and cannot be (not root, no
 apt); the caller skips. A daemon that does not come up is a RuntimeError
-with its log's tail."""
+with its log's tail. VMM_SLURM_KEEP=1 keeps the temp dir (conf, logs) for
+a look afterwards. `python3 tests/slurm/cluster.py` brings it up, prints
+how long that took and sinfo, and stops it."""
 import atexit
 import os
 import pwd
