@@ -41,12 +41,6 @@ def _vmm():
     return os.path.abspath(os.environ.get("VMM_SLURM_TEST_VMM", harness.vmm_path()))
 
 
-def _need_shard_cli():
-    p = subprocess.run([_vmm(), "bench", "--help"], capture_output=True, text=True, timeout=30)
-    if "--shard" not in p.stdout + p.stderr:
-        raise harness.Skip("this vmm bench has no --shard/--list-cells/merge yet (issue 16)")
-
-
 def _key(c):
     return c.get("key") or "/".join(str(c.get(f)) for f in IDENT)
 
@@ -168,7 +162,6 @@ def _compare(local, merged, reps, exact):
 
 
 def _array_and_merge(args, exact):
-    _need_shard_cli()
     try:
         cluster.ensure_installed()
     except cluster.Unavailable as e:
