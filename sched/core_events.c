@@ -165,18 +165,39 @@ static void end(struct sched_core *c, uint64_t now)
 	sc_force_unslotted(c, now);
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Timed-out waits go to the back of the queue, in index order when several
+ * end at once. The due ones come off the deadline heap; the heap's array
+ * has room to collect them, since each leaves it as it is taken. */
+static void wait_timeouts(struct sched_core *c, uint64_t now)
+{
+	struct sched_vheap *h = &c->wait_heap;
+	int k = 0, cap = h->cap;
+	for (int v; (v = sched_vheap_min(h)) >= 0 && h->key[v] <= now;) {
+		sched_vheap_del(h, v);
+		h->a[cap - 1 - k++] = v; /* the array's free end */
+	}
+	if (!k)
+		return;
+	int *due = &h->a[cap - k];
+	qsort(due, (size_t)k, sizeof(int), cmp_int);
+	for (int i = 0; i < k; i++) {
+		int v = due[i];
+		c->v[v].wake_reason = -ETIMEDOUT;
+		sc_make_runnable(c, v, false, now); /* adds nothing to h */
+	}
+}
+
 void sched_core_tick(struct sched_core *c, uint64_t now)
 {
 	SC_EVENT(c, now);
 	if (c->stopping || c->deadlock)
 		return;
-	for (int v = 0; v < c->nvcpus; v++) {
-		struct sched_vcore *x = &c->v[v];
-		if (x->state == SCHED_ST_WAITING && x->wait_deadline <= now) {
-			x->wake_reason = -ETIMEDOUT;
-			sc_make_runnable(c, v, false, now);
-		}
-	}
+	wait_timeouts(c, now);
 	sc_halt_checks(c, now);
 	deferrals(c, now);
 	if (c->pol->tick)
