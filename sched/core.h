@@ -156,6 +156,8 @@ struct sched_core {
 	int *vm_qhead, *vm_qtail; /* [nvms] each VM's RUNNABLE, in queue order */
 	int *vm_running, *vm_runnable, *vm_live; /* [nvms] */
 	int nwant_vms;           /* VMs with a RUNNING or RUNNABLE vCPU */
+	uint64_t *want_bits, *want_sum; /* those VMs as a bitset, and which of
+				    its words are not zero */
 	int *vm_mem, *vm_start;  /* the vCPUs of VM i, ascending:
 				    vm_mem[vm_start[i] .. vm_start[i + 1]) */
 	int ndone, nstuck;       /* DONE; WAITING with no deadline */
@@ -228,6 +230,8 @@ uint64_t sched_core_rand(struct sched_core *c);
 /* The same, only VM vm's vCPUs. */
 #define SCHED_FOR_EACH_QUEUED_OF(c, vm, it) \
 	for (int it = (c)->vm_qhead[vm]; it >= 0; it = (c)->v[it].vqnext)
+/* The first VM >= vm with a RUNNING or RUNNABLE vCPU, or -1 (no wrap). */
+int sched_core_next_want_vm(const struct sched_core *c, int vm);
 /* The k-th RUNNABLE vCPU, 0 <= k < nrunnable, in no particular order. */
 static inline int sched_core_runnable_at(const struct sched_core *c, int k)
 {

@@ -70,6 +70,8 @@ static const char *check_vms(const struct sched_core *c)
 		if (run != c->vm_running[vm] || rq != c->vm_runnable[vm] || live != c->vm_live[vm])
 			return "a VM's counts are wrong";
 		nwant += run + rq > 0;
+		if ((sched_core_next_want_vm(c, vm) == vm) != (run + rq > 0))
+			return "the bitset of VMs that want slots is wrong";
 		/* its queue: the run queue's members of vm, in order */
 		int it = c->vm_qhead[vm], prev = -1, n = 0;
 		SCHED_FOR_EACH_QUEUED(c, q) {

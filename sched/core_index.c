@@ -34,7 +34,9 @@ int sc_index_init(struct sched_core *c)
 	c->vm_live = calloc((size_t)nv, sizeof(int));
 	c->vm_mem = calloc((size_t)n, sizeof(int));
 	c->vm_start = calloc((size_t)nv + 1, sizeof(int));
-	if (!c->rq_arr || !c->vm_qhead || !c->vm_qtail || !c->vm_running ||
+	c->want_bits = calloc((size_t)nv / 64 + 1, sizeof(uint64_t));
+	c->want_sum = calloc((size_t)nv / 4096 + 1, sizeof(uint64_t));
+	if (!c->want_bits || !c->want_sum || !c->rq_arr || !c->vm_qhead || !c->vm_qtail || !c->vm_running ||
 	    !c->vm_runnable || !c->vm_live || !c->vm_mem || !c->vm_start)
 		return -ENOMEM;
 	for (int i = 0; i < nv; i++)
@@ -68,6 +70,43 @@ void sc_index_fini(struct sched_core *c)
 	free(c->vm_live);
 	free(c->vm_mem);
 	free(c->vm_start);
+	free(c->want_bits);
+	free(c->want_sum);
+}
+
+static void want_set(struct sched_core *c, int vm, bool on)
+{
+	int w = vm / 64;
+	if (on)
+		c->want_bits[w] |= 1ull << (vm % 64);
+	else
+		c->want_bits[w] &= ~(1ull << (vm % 64));
+	if (c->want_bits[w])
+		c->want_sum[w / 64] |= 1ull << (w % 64);
+	else
+		c->want_sum[w / 64] &= ~(1ull << (w % 64));
+}
+
+/* Two levels of bits: a word of want_sum stands for 4096 VMs. */
+int sched_core_next_want_vm(const struct sched_core *c, int vm)
+{
+	if (vm < 0 || vm >= c->nvms)
+		return -1;
+	int w = vm / 64;
+	uint64_t b = c->want_bits[w] & (~0ull << (vm % 64));
+	if (b)
+		return w * 64 + __builtin_ctzll(b);
+	int nw = (c->nvms + 63) / 64, ns = (nw + 63) / 64;
+	for (int sw = (w + 1) / 64; sw < ns; sw++) {
+		uint64_t m = c->want_sum[sw];
+		if (sw == (w + 1) / 64)
+			m &= (w + 1) % 64 ? ~0ull << ((w + 1) % 64) : ~0ull;
+		if (m) {
+			int word = sw * 64 + __builtin_ctzll(m);
+			return word * 64 + __builtin_ctzll(c->want_bits[word]);
+		}
+	}
+	return -1;
 }
 
 static int want(const struct sched_core *c, int vm)
@@ -106,8 +145,10 @@ void sc_index_leave(struct sched_core *c, int v, enum sched_vstate s)
 		c->vm_live[vm]++;
 		break;
 	}
-	if (w > 0 && want(c, vm) == 0)
+	if (w > 0 && want(c, vm) == 0) {
 		c->nwant_vms--;
+		want_set(c, vm, false);
+	}
 }
 
 /* v entered state s (x->state_since and the counts are set). */
@@ -138,8 +179,10 @@ void sc_index_enter(struct sched_core *c, int v, enum sched_vstate s)
 		c->vm_live[vm]--;
 		break;
 	}
-	if (w == 0 && want(c, vm) > 0)
+	if (w == 0 && want(c, vm) > 0) {
 		c->nwant_vms++;
+		want_set(c, vm, true);
+	}
 }
 
 /* The ages restart (sched_core_start resets every state_since). */

@@ -9,7 +9,8 @@
  * next-deadline query after every step is part of the time.
  *
  *   build/bench/sched_scale [--reps N] [--steps N] [--csv FILE] [--policy P]
- *                           [--no-check]
+ *                           [--no-check] [--hash]
+ * --hash prints a hash of each cell's actions instead of timing it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -40,7 +41,7 @@ static uint64_t mono_ns(void)
 static int check_stream(const char *pol, int n, int m, long steps)
 {
 	struct stream s;
-	int r = st_init(&s, pol, n, m, SEED);
+	int r = st_init(&s, pol, n, m, 0, SEED);
 	if (r < 0)
 		return r;
 	for (long i = 0; i < steps; i++) {
@@ -56,6 +57,21 @@ static int check_stream(const char *pol, int n, int m, long steps)
 	return 0;
 }
 
+/* --hash: one line per cell with a hash of every action of the stream, so
+ * two builds of the core can be shown to decide the same. */
+static int hash_stream(const char *pol, int n, int m, long steps)
+{
+	struct stream s;
+	int r = st_init(&s, pol, n, m, 0, SEED);
+	if (r < 0)
+		return r;
+	for (long i = 0; i < steps; i++)
+		st_step(&s);
+	printf("hash %-9s %6d %5d %016" PRIx64 " %ld\n", pol, n, m, s.hash, s.decisions);
+	st_free(&s);
+	return 0;
+}
+
 struct sample {
 	double ns_event, ns_decision;
 	long events, decisions;
@@ -64,7 +80,7 @@ struct sample {
 static int time_stream(const char *pol, int n, int m, long steps, struct sample *out)
 {
 	struct stream s;
-	int r = st_init(&s, pol, n, m, SEED);
+	int r = st_init(&s, pol, n, m, 0, SEED);
 	if (r < 0)
 		return r;
 	uint64_t t0 = mono_ns();
@@ -94,7 +110,7 @@ static double median(double *x, int k)
 static void usage(void)
 {
 	fprintf(stderr, "usage: sched_scale [--reps N] [--steps N] [--csv FILE] "
-			"[--policy NAME] [--no-check]\n");
+			"[--policy NAME] [--no-check] [--hash]\n");
 }
 
 int main(int argc, char **argv)
@@ -102,7 +118,7 @@ int main(int argc, char **argv)
 	int reps = 5;
 	long steps = 100000;
 	const char *csv = NULL, *only = NULL;
-	bool check = true;
+	bool check = true, hash = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
@@ -114,6 +130,8 @@ int main(int argc, char **argv)
 			only = argv[++i];
 		else if (!strcmp(argv[i], "--no-check"))
 			check = false;
+		else if (!strcmp(argv[i], "--hash"))
+			hash = true;
 		else {
 			usage();
 			return 2;
@@ -150,6 +168,11 @@ int main(int argc, char **argv)
 				int n = vcpus[vi], m = slots[si];
 				if (n < m)
 					continue; /* overcommit >= 1 only */
+				if (hash) {
+					if (hash_stream(*pn, n, m, steps) < 0)
+						return 1;
+					continue;
+				}
 				if (check && check_stream(*pn, n, m, steps) < 0) {
 					bad++;
 					continue;

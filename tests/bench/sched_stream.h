@@ -22,9 +22,10 @@
 
 struct stream {
 	struct sched_core *c;
-	int n, m;
+	int n, m, vmsize;
 	uint64_t now, rng;
 	long events, decisions;
+	uint64_t hash;           /* of every action, in order: same decisions? */
 	struct sched_hint *h;
 	bool *pending;           /* preempt_pending as the guest sees it */
 	int *exiting, nexit;     /* forced out: yields at the next step */
@@ -52,6 +53,8 @@ static inline void st_drain(struct stream *s)
 	struct sched_core *c = s->c;
 	for (int i = 0; i < c->nact; i++) {
 		struct sched_action a = c->act[i];
+		s->hash = (s->hash ^ ((uint64_t)a.kind << 48 ^ (uint64_t)(uint32_t)a.v << 16 ^
+				      (uint64_t)(uint32_t)a.val)) * 0x100000001b3ull;
 		switch (a.kind) {
 		case SCHED_ACT_GRANT:
 			s->decisions++;
@@ -90,8 +93,10 @@ static inline void st_free(struct stream *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* VMs of min(8, m) vCPUs, so gang has whole VMs that fit. -errno. */
-static inline int st_init(struct stream *s, const char *pol, int n, int m, uint64_t seed)
+/* VMs of vmsize vCPUs; 0: min(8, m), so gang has whole VMs that fit.
+ * -errno. */
+static inline int st_init(struct stream *s, const char *pol, int n, int m, int vmsize,
+			  uint64_t seed)
 {
 	memset(s, 0, sizeof(*s));
 	s->n = n;
@@ -107,7 +112,9 @@ static inline int st_init(struct stream *s, const char *pol, int n, int m, uint6
 	s->sleeper = calloc(un, sizeof(int));
 	s->in_sleep = calloc(un, sizeof(bool));
 	int *vm_of = calloc(un, sizeof(int));
-	int vmsize = m < 8 ? m : 8;
+	if (vmsize <= 0)
+		vmsize = m < 8 ? m : 8;
+	s->vmsize = vmsize;
 	if (!s->h || !s->pending || !s->exiting || !s->resuming || !s->in_exit ||
 	    !s->in_res || !s->sleeper || !s->in_sleep || !vm_of) {
 		free(vm_of);
@@ -177,9 +184,8 @@ static inline void st_vcpu_event(struct stream *s, int v)
 		sched_core_spin(c, v, -1, SCHED_SPIN_PLE, now);
 	} else if (x < 35) {
 		/* a directed yield to a sibling (same VM) */
-		int vmsize = s->m < 8 ? s->m : 8;
-		int base = v - v % vmsize;
-		int t = base + (int)(st_rnd(s) % (uint64_t)vmsize);
+		int base = v - v % s->vmsize;
+		int t = base + (int)(st_rnd(s) % (uint64_t)s->vmsize);
 		sched_core_spin(c, v, t < s->n ? t : -1, SCHED_SPIN_YIELD, now);
 	} else if (x < 45) {
 		/* timed PV waits only: the stream must never deadlock */
