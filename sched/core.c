@@ -320,9 +320,10 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	c->qhead = c->qtail = -1;
 	c->v = calloc((size_t)c->nvcpus, sizeof(*c->v));
 	c->slot = calloc((size_t)c->nslots, sizeof(*c->slot));
+	c->ended = calloc((size_t)c->nslots, sizeof(*c->ended));
 	c->act_cap = 8 * (c->nvcpus + c->nslots) + 16;
 	c->act = calloc((size_t)c->act_cap, sizeof(*c->act));
-	if (!c->v || !c->slot || !c->act)
+	if (!c->v || !c->slot || !c->ended || !c->act)
 		goto oom;
 	for (int v = 0; v < c->nvcpus; v++)
 		c->v[v].vm = p->vm_of ? p->vm_of[v] : 0;
@@ -356,6 +357,7 @@ oom:
 	sc_index_fini(c);
 	free(c->v);
 	free(c->slot);
+	free(c->ended);
 	free(c->act);
 	free(c);
 	return NULL;
@@ -370,6 +372,7 @@ void sched_core_destroy(struct sched_core *c)
 	sc_index_fini(c);
 	free(c->v);
 	free(c->slot);
+	free(c->ended);
 	free(c->act);
 	free(c);
 }

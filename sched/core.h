@@ -120,6 +120,11 @@ struct sched_slot {
 	enum sched_slot_state state;
 };
 
+struct sched_slot_end {  /* scratch for a tick's slice ends */
+	uint64_t start;
+	int slot;
+};
+
 struct sched_core {
 	int nvcpus, nslots, nvms;
 	uint64_t slice_ns, ple_window_ns, defer_max_ns;
@@ -129,6 +134,7 @@ struct sched_core {
 	void *pstate;            /* the policy's own */
 	struct sched_vcore *v;
 	struct sched_slot *slot;
+	struct sched_slot_end *ended; /* [nslots] */
 	int qhead, qtail;
 	int nrunnable, nrunning;
 	int nusable;             /* ONLINE slots */

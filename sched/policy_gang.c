@@ -167,12 +167,11 @@ static int gang_pick_next(struct sched_core *c, int slot, uint64_t now)
 	struct gang *g = c->pstate;
 	if (!g->have_set)
 		compute_set(c, g, now);
-	bool barrier = false;
-	for (int s = 0; s < c->nslots; s++) {
-		int v = c->slot[s].vcpu;
-		if (v >= 0 && !g->in_set[c->v[v].vm])
-			barrier = true; /* the old set has not left yet */
-	}
+	/* The old set has not left yet while someone outside the set runs. */
+	int in_running = 0;
+	for (int i = 0; i < g->nset; i++)
+		in_running += c->vm_running[g->set[i]];
+	bool barrier = c->nrunning > in_running;
 	int best = -1;
 	for (int i = 0; i < g->nset; i++) {
 		int vm = g->set[i], h = c->vm_qhead[vm];

@@ -178,6 +178,9 @@ int main(int argc, char **argv)
 					continue;
 				}
 				struct sample sm = { 0 };
+				/* one run untimed: caches, page faults, clock ramp */
+				if (time_stream(*pn, n, m, steps, &sm) < 0)
+					return 1;
 				for (int r = 0; r < reps; r++) {
 					if (time_stream(*pn, n, m, steps, &sm) < 0)
 						return 1;
