@@ -6,6 +6,7 @@
  * its order, and qseq grows along the queue. Part of sched_core_check.
  */
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "sched/core.h"
 #include "sched/core_int.h"
@@ -54,6 +55,42 @@ static const char *check_members(const struct sched_core *c)
 	return why ? why : check_heap(&c->age_heap);
 }
 
+/* Every VM's queue against the run queue, in one pass over it: each
+ * queued vCPU must be the next one its VM's queue names. */
+static const char *check_vm_queues(const struct sched_core *c)
+{
+	int *next = malloc(sizeof(int) * (size_t)c->nvms);
+	int *prev = malloc(sizeof(int) * (size_t)c->nvms);
+	const char *why = NULL;
+	if (!next || !prev) {
+		why = "out of memory for the check";
+		goto out;
+	}
+	for (int vm = 0; vm < c->nvms; vm++) {
+		next[vm] = c->vm_qhead[vm];
+		prev[vm] = -1;
+	}
+	SCHED_FOR_EACH_QUEUED(c, q) {
+		int vm = c->v[q].vm;
+		if (next[vm] != q || c->v[q].vqprev != prev[vm]) {
+			why = "a VM's run queue is not the run queue's order";
+			goto out;
+		}
+		prev[vm] = q;
+		next[vm] = c->v[q].vqnext;
+	}
+	for (int vm = 0; vm < c->nvms; vm++) {
+		if (next[vm] != -1 || c->vm_qtail[vm] != prev[vm]) {
+			why = "a VM's run queue has extra vCPUs";
+			goto out;
+		}
+	}
+out:
+	free(next);
+	free(prev);
+	return why;
+}
+
 static const char *check_vms(const struct sched_core *c)
 {
 	int nwant = 0;
@@ -72,23 +109,10 @@ static const char *check_vms(const struct sched_core *c)
 		nwant += run + rq > 0;
 		if ((sched_core_next_want_vm(c, vm) == vm) != (run + rq > 0))
 			return "the bitset of VMs that want slots is wrong";
-		/* its queue: the run queue's members of vm, in order */
-		int it = c->vm_qhead[vm], prev = -1, n = 0;
-		SCHED_FOR_EACH_QUEUED(c, q) {
-			if (c->v[q].vm != vm)
-				continue;
-			if (it != q || c->v[q].vqprev != prev)
-				return "a VM's run queue is not the run queue's order";
-			prev = q;
-			it = c->v[q].vqnext;
-			n++;
-		}
-		if (it != -1 || c->vm_qtail[vm] != prev || n != rq)
-			return "a VM's run queue has extra vCPUs";
 	}
 	if (c->vm_start[c->nvms] != c->nvcpus || nwant != c->nwant_vms)
 		return "the VMs' totals are wrong";
-	return NULL;
+	return check_vm_queues(c);
 }
 
 static const char *check_crit(const struct sched_core *c)
