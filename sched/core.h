@@ -98,6 +98,7 @@ struct sched_vcore {
 	bool parked;             /* IDLE with its thread still in KVM_RUN */
 	bool unslotted;          /* RUNNABLE with its thread still in guest mode */
 	bool unslotted_forced;   /* ... and FORCE_EXIT sent */
+	bool unpark_listed;      /* in c->unparked */
 	struct sched_vcpu_stats st;
 	/* The indices (core_index.c): kept on every state and queue change so
 	 * that no event scans every vCPU. */
@@ -144,6 +145,7 @@ struct sched_core {
 	uint64_t last_now, next_hint_check;
 	uint64_t halt_check_ns, next_halt_check;
 	bool maybe_unslotted;    /* an unpark since the last sc_force_unslotted pass */
+	int *unparked, nunparked; /* who, once each (unpark_listed) */
 	sched_core_blocked_fn blocked;
 	void *blocked_ctx;
 	uint64_t rng;

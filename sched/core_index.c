@@ -27,6 +27,7 @@ int sc_index_init(struct sched_core *c)
 	if (sched_vheap_init(&c->wait_heap, n) < 0 || sched_vheap_init(&c->age_heap, n) < 0)
 		return -ENOMEM;
 	c->rq_arr = calloc((size_t)n, sizeof(int));
+	c->unparked = calloc((size_t)n, sizeof(int));
 	c->vm_qhead = malloc(sizeof(int) * (size_t)nv);
 	c->vm_qtail = malloc(sizeof(int) * (size_t)nv);
 	c->vm_running = calloc((size_t)nv, sizeof(int));
@@ -36,7 +37,7 @@ int sc_index_init(struct sched_core *c)
 	c->vm_start = calloc((size_t)nv + 1, sizeof(int));
 	c->want_bits = calloc((size_t)nv / 64 + 1, sizeof(uint64_t));
 	c->want_sum = calloc((size_t)nv / 4096 + 1, sizeof(uint64_t));
-	if (!c->want_bits || !c->want_sum || !c->rq_arr || !c->vm_qhead || !c->vm_qtail || !c->vm_running ||
+	if (!c->want_bits || !c->want_sum || !c->unparked || !c->rq_arr || !c->vm_qhead || !c->vm_qtail || !c->vm_running ||
 	    !c->vm_runnable || !c->vm_live || !c->vm_mem || !c->vm_start)
 		return -ENOMEM;
 	for (int i = 0; i < nv; i++)
@@ -63,6 +64,7 @@ void sc_index_fini(struct sched_core *c)
 	sched_vheap_fini(&c->wait_heap);
 	sched_vheap_fini(&c->age_heap);
 	free(c->rq_arr);
+	free(c->unparked);
 	free(c->vm_qhead);
 	free(c->vm_qtail);
 	free(c->vm_running);
