@@ -116,7 +116,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	int reps = 5;
-	long steps = 100000;
+	long steps = 10000;
 	const char *csv = NULL, *only = NULL;
 	bool check = true, hash = false;
 	for (int i = 1; i < argc; i++) {
