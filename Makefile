@@ -93,6 +93,16 @@ bench: all
 
 build-tests: all $(UNIT_BINS) $(VMM_TEST)
 
+# The scheduler core's own cost at 8..4096 vCPUs (BENCHMARKS.md, "The
+# scheduler's own cost"): the pure sched/ core on a synthetic stream, no KVM.
+SCHED_BENCH := $(BUILD)/bench/sched_scale
+$(SCHED_BENCH): tests/bench/sched_scale.c $(filter $(BUILD)/obj/sched/% $(BUILD)/obj/lib/%,$(HOST_OBJS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+.PHONY: bench-sched
+bench-sched: $(SCHED_BENCH)
+	$(SCHED_BENCH) --csv $(BUILD)/bench/sched_scale.csv
+
 # ---- the security stages (SECURITY.md) ----
 # `make test` runs the suite, then the suite again under ASan+UBSan, the
 # scheduler's and vcpu_kick's unit tests under TSan, and every fuzzer for FUZZ_SECONDS each

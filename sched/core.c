@@ -50,6 +50,7 @@ uint64_t sched_core_rand(struct sched_core *c)
 static void q_remove(struct sched_core *c, int v)
 {
 	struct sched_vcore *x = &c->v[v];
+	sc_index_q_removed(c, v);
 	if (x->qprev >= 0)
 		c->v[x->qprev].qnext = x->qnext;
 	else
@@ -61,9 +62,11 @@ static void q_remove(struct sched_core *c, int v)
 	x->qprev = x->qnext = -1;
 }
 
-static void q_push(struct sched_core *c, int v, bool front)
+/* crit: v is inside a lock region (the deferral runs it first) */
+static void q_push(struct sched_core *c, int v, bool front, bool crit)
 {
 	struct sched_vcore *x = &c->v[v];
+	sc_index_q_pushed(c, v, front, crit);
 	if (front) {
 		x->qprev = -1;
 		x->qnext = c->qhead;
@@ -96,6 +99,7 @@ void sc_set_state(struct sched_core *c, int v, enum sched_vstate s, uint64_t now
 	case SCHED_ST_IDLE: x->st.ns_idle += d; break;
 	case SCHED_ST_DONE: break;
 	}
+	sc_index_leave(c, v, x->state);
 	x->state = s;
 	x->state_since = now;
 	static const enum sched_trace_ev tr[] = {
@@ -107,6 +111,7 @@ void sc_set_state(struct sched_core *c, int v, enum sched_vstate s, uint64_t now
 		c->nrunning++;
 	else if (s == SCHED_ST_RUNNABLE)
 		c->nrunnable++;
+	sc_index_enter(c, v, s);
 	sc_trace(c, tr[s], v, s == SCHED_ST_RUNNING ? x->slot : -1, now);
 }
 
@@ -142,13 +147,15 @@ void sc_set_kick_pending(struct sched_core *c, int v, bool on)
 void sc_make_runnable(struct sched_core *c, int v, bool front, uint64_t now)
 {
 	sc_set_state(c, v, SCHED_ST_RUNNABLE, now);
-	q_push(c, v, front);
+	/* Read once, here: a queued vCPU runs no guest code (core_index.c). */
+	q_push(c, v, front, c->defer && sched_core_get_hint(c, v).in_critical);
 }
 
 void sc_requeue_front(struct sched_core *c, int v)
 {
+	bool crit = c->v[v].q_crit;
 	q_remove(c, v);
-	q_push(c, v, true);
+	q_push(c, v, true, crit);
 }
 
 /* fresh: a new slice starts; otherwise v inherits the rest of the slot's
@@ -210,15 +217,10 @@ void sc_release(struct sched_core *c, int v, int to, uint64_t now)
 static int pick_in_critical(struct sched_core *c, uint64_t now)
 {
 	uint64_t limit = (uint64_t)c->nvcpus * (c->slice_ns + c->defer_max_ns);
-	SCHED_FOR_EACH_QUEUED(c, v) {
-		if (now - c->v[v].state_since > limit)
-			return -1;
-	}
-	SCHED_FOR_EACH_QUEUED(c, v) {
-		if (sched_core_get_hint(c, v).in_critical)
-			return v;
-	}
-	return -1;
+	int oldest = sched_vheap_min(&c->age_heap);
+	if (oldest >= 0 && now - c->v[oldest].state_since > limit)
+		return -1;
+	return c->crit_head;
 }
 
 static int pick(struct sched_core *c, int slot, uint64_t now)
@@ -251,17 +253,10 @@ void sc_check_deadlock(struct sched_core *c, uint64_t now)
 {
 	if (c->deadlock || c->stopping)
 		return;
-	int live = 0;
-	for (int v = 0; v < c->nvcpus; v++) {
-		const struct sched_vcore *x = &c->v[v];
-		if (x->state == SCHED_ST_DONE)
-			continue;
-		if (x->state != SCHED_ST_WAITING || x->wait_deadline != UINT64_MAX ||
-		    x->kick_pending)
-			return;
-		live++;
-	}
-	if (!live)
+	/* A WAITING vCPU never has a kick pending (a kick wakes it), so
+	 * "every live vCPU waits forever" is a comparison of two counts. */
+	int live = c->nvcpus - c->ndone;
+	if (!live || c->nstuck != live)
 		return;
 	c->deadlock = true;
 	sc_trace(c, SCHED_TR_DEADLOCK, -1, -1, now);
@@ -325,9 +320,14 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	c->qhead = c->qtail = -1;
 	c->v = calloc((size_t)c->nvcpus, sizeof(*c->v));
 	c->slot = calloc((size_t)c->nslots, sizeof(*c->slot));
+	c->ended = calloc((size_t)c->nslots, sizeof(*c->ended));
 	c->act_cap = 8 * (c->nvcpus + c->nslots) + 16;
 	c->act = calloc((size_t)c->act_cap, sizeof(*c->act));
-	if (!c->v || !c->slot || !c->act)
+	if (!c->v || !c->slot || !c->ended || !c->act)
+		goto oom;
+	for (int v = 0; v < c->nvcpus; v++)
+		c->v[v].vm = p->vm_of ? p->vm_of[v] : 0;
+	if (sc_index_init(c) < 0)
 		goto oom;
 	for (int s = 0; s < c->nslots; s++) {
 		c->slot[s].vcpu = -1;
@@ -338,13 +338,13 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	 * be granted a slot before it first calls enter. */
 	for (int v = 0; v < c->nvcpus; v++) {
 		struct sched_vcore *x = &c->v[v];
-		x->vm = p->vm_of ? p->vm_of[v] : 0;
 		x->slot = x->handoff_to = -1;
 		x->qprev = x->qnext = -1;
 		x->wait_deadline = UINT64_MAX;
 		x->state = SCHED_ST_RUNNABLE;
 		c->nrunnable++;
-		q_push(c, v, false);
+		sc_index_enter(c, v, SCHED_ST_RUNNABLE);
+		q_push(c, v, false, false);
 	}
 	if (pol->init && pol->init(c) < 0) {
 		if (pol->fini)
@@ -354,8 +354,10 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	return c;
 oom:
 	*why = "out of memory";
+	sc_index_fini(c);
 	free(c->v);
 	free(c->slot);
+	free(c->ended);
 	free(c->act);
 	free(c);
 	return NULL;
@@ -367,8 +369,10 @@ void sched_core_destroy(struct sched_core *c)
 		return;
 	if (c->pol->fini)
 		c->pol->fini(c);
+	sc_index_fini(c);
 	free(c->v);
 	free(c->slot);
+	free(c->ended);
 	free(c->act);
 	free(c);
 }
@@ -381,6 +385,7 @@ void sched_core_start(struct sched_core *c, uint64_t now)
 	c->started = true;
 	for (int v = 0; v < c->nvcpus; v++)
 		c->v[v].state_since = now;
+	sc_index_restart_ages(c);
 	c->next_hint_check = now + c->ple_window_ns;
 	c->next_halt_check = now + c->halt_check_ns;
 	sc_fill_slots(c, now);
@@ -393,11 +398,15 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 	if (!c->started || c->stopping || c->deadlock)
 		return UINT64_MAX;
 	uint64_t d = UINT64_MAX;
-	int nout = 0;
-	for (int v = 0; v < c->nvcpus; v++) {
+	int nout = 0, w = sched_vheap_min(&c->wait_heap);
+	if (w >= 0)
+		d = c->v[w].wait_deadline;
+	/* Only slot holders run: their deadlines, not every vCPU's. */
+	for (int s = 0; s < c->nslots; s++) {
+		int v = c->slot[s].vcpu;
+		if (v < 0)
+			continue;
 		const struct sched_vcore *x = &c->v[v];
-		if (x->state == SCHED_ST_WAITING && x->wait_deadline < d)
-			d = x->wait_deadline;
 		/* a holder leaving a GOING_OFF slot frees nothing for the queue */
 		if (x->state == SCHED_ST_RUNNING && sc_outgoing(x) && !sc_leaving(c, v))
 			nout++;

@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "sched/types.h"
+#include "sched/vheap.h"
 
 struct sched_policy;
 
@@ -97,7 +98,15 @@ struct sched_vcore {
 	bool parked;             /* IDLE with its thread still in KVM_RUN */
 	bool unslotted;          /* RUNNABLE with its thread still in guest mode */
 	bool unslotted_forced;   /* ... and FORCE_EXIT sent */
+	bool unpark_listed;      /* in c->unparked */
 	struct sched_vcpu_stats st;
+	/* The indices (core_index.c): kept on every state and queue change so
+	 * that no event scans every vCPU. */
+	int rq_pos;              /* in rq_arr when RUNNABLE, else -1 */
+	bool q_crit;             /* queued inside a lock region (sampled) */
+	int cprev, cnext;        /* crit-list links when queued and q_crit */
+	int vqprev, vqnext;      /* its VM's run-queue links when RUNNABLE */
+	int64_t qseq;            /* run-queue order: smaller is nearer the head */
 };
 
 enum sched_slot_state {
@@ -112,6 +121,11 @@ struct sched_slot {
 	enum sched_slot_state state;
 };
 
+struct sched_slot_end {  /* scratch for a tick's slice ends */
+	uint64_t start;
+	int slot;
+};
+
 struct sched_core {
 	int nvcpus, nslots, nvms;
 	uint64_t slice_ns, ple_window_ns, defer_max_ns;
@@ -121,6 +135,7 @@ struct sched_core {
 	void *pstate;            /* the policy's own */
 	struct sched_vcore *v;
 	struct sched_slot *slot;
+	struct sched_slot_end *ended; /* [nslots] */
 	int qhead, qtail;
 	int nrunnable, nrunning;
 	int nusable;             /* ONLINE slots */
@@ -130,6 +145,7 @@ struct sched_core {
 	uint64_t last_now, next_hint_check;
 	uint64_t halt_check_ns, next_halt_check;
 	bool maybe_unslotted;    /* an unpark since the last sc_force_unslotted pass */
+	int *unparked, nunparked; /* who, once each (unpark_listed) */
 	sched_core_blocked_fn blocked;
 	void *blocked_ctx;
 	uint64_t rng;
@@ -139,6 +155,20 @@ struct sched_core {
 	void *trace_ctx;
 	struct sched_action *act;
 	int nact, act_cap;
+	/* The indices (core_index.c). */
+	struct sched_vheap wait_heap; /* WAITING with a deadline, by deadline */
+	struct sched_vheap age_heap;  /* RUNNABLE, by state_since */
+	int *rq_arr;             /* the RUNNABLE vCPUs, in no order */
+	int crit_head, crit_tail; /* queued with q_crit, in queue order */
+	int64_t qlo, qhi;        /* the next qseq at the head / tail */
+	int *vm_qhead, *vm_qtail; /* [nvms] each VM's RUNNABLE, in queue order */
+	int *vm_running, *vm_runnable, *vm_live; /* [nvms] */
+	int nwant_vms;           /* VMs with a RUNNING or RUNNABLE vCPU */
+	uint64_t *want_bits, *want_sum; /* those VMs as a bitset, and which of
+				    its words are not zero */
+	int *vm_mem, *vm_start;  /* the vCPUs of VM i, ascending:
+				    vm_mem[vm_start[i] .. vm_start[i + 1]) */
+	int ndone, nstuck;       /* DONE; WAITING with no deadline */
 };
 
 /* NULL on bad params or unknown policy (*why gets a static message). */
@@ -205,5 +235,15 @@ void sched_core_request_preempt(struct sched_core *c, int v, uint64_t now);
 uint64_t sched_core_rand(struct sched_core *c);
 #define SCHED_FOR_EACH_QUEUED(c, it) \
 	for (int it = (c)->qhead; it >= 0; it = (c)->v[it].qnext)
+/* The same, only VM vm's vCPUs. */
+#define SCHED_FOR_EACH_QUEUED_OF(c, vm, it) \
+	for (int it = (c)->vm_qhead[vm]; it >= 0; it = (c)->v[it].vqnext)
+/* The first VM >= vm with a RUNNING or RUNNABLE vCPU, or -1 (no wrap). */
+int sched_core_next_want_vm(const struct sched_core *c, int vm);
+/* The k-th RUNNABLE vCPU, 0 <= k < nrunnable, in no particular order. */
+static inline int sched_core_runnable_at(const struct sched_core *c, int k)
+{
+	return c->rq_arr[k];
+}
 
 #endif

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "sched/core.h"
+#include "sched/core_int.h"
 
 static const char *check_slots(const struct sched_core *c, int *avail)
 {
@@ -70,6 +71,9 @@ const char *sched_core_check(const struct sched_core *c)
 	if (running > avail)
 		return "more vCPUs run than slots are online or going off";
 	why = check_queue(c, runnable);
+	if (why)
+		return why;
+	why = sc_check_index(c);
 	if (why)
 		return why;
 	if (c->slots_offline) {

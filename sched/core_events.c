@@ -48,6 +48,14 @@ void sched_core_request_preempt(struct sched_core *c, int v, uint64_t now)
 }
 
 
+static int cmp_ended(const void *a, const void *b)
+{
+	const struct sched_slot_end *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->slot - y->slot;
+}
+
 static void slice_ends(struct sched_core *c, uint64_t now)
 {
 	int budget = c->nrunnable;
@@ -57,25 +65,27 @@ static void slice_ends(struct sched_core *c, uint64_t now)
 		if (v >= 0 && sc_outgoing(&c->v[v]) && !sc_leaving(c, v))
 			budget--;
 	}
+	if (budget <= 0)
+		return;
 	/* Oldest slice first, and no more preemptions than there are
-	 * vCPUs to take the slots: no needless exits. */
-	while (budget > 0) {
-		int best = -1;
-		for (int s = 0; s < c->nslots; s++) {
-			int v = c->slot[s].vcpu;
-			if (v < 0 || sc_outgoing(&c->v[v]) ||
-			    now - c->slot[s].slice_start < c->slice_ns)
-				continue;
-			if (best < 0 || c->slot[s].slice_start < c->slot[best].slice_start)
-				best = s;
-		}
-		if (best < 0)
-			return;
-		int v = c->slot[best].vcpu;
+	 * vCPUs to take the slots: no needless exits. A slot leaves the
+	 * running once it is asked (outgoing) or continued (a new slice), and
+	 * nothing else changes, so one sort gives the order. */
+	struct sched_slot_end *e = c->ended;
+	int k = 0;
+	for (int s = 0; s < c->nslots; s++) {
+		int v = c->slot[s].vcpu;
+		if (v < 0 || sc_outgoing(&c->v[v]) || now - c->slot[s].slice_start < c->slice_ns)
+			continue;
+		e[k++] = (struct sched_slot_end){ c->slot[s].slice_start, s };
+	}
+	qsort(e, (size_t)k, sizeof(*e), cmp_ended);
+	for (int i = 0; i < k && budget > 0; i++) {
+		int v = c->slot[e[i].slot].vcpu;
 		enum sched_slice_verdict vd = c->pol->on_slice_end ?
 			c->pol->on_slice_end(c, v, now) : SCHED_SLICE_PREEMPT;
 		if (vd == SCHED_SLICE_CONTINUE) {
-			c->slot[best].slice_start = now;
+			c->slot[e[i].slot].slice_start = now;
 			continue;
 		}
 		sched_core_request_preempt(c, v, now);
@@ -165,18 +175,39 @@ static void end(struct sched_core *c, uint64_t now)
 	sc_force_unslotted(c, now);
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Timed-out waits go to the back of the queue, in index order when several
+ * end at once. The due ones come off the deadline heap; the heap's array
+ * has room to collect them, since each leaves it as it is taken. */
+static void wait_timeouts(struct sched_core *c, uint64_t now)
+{
+	struct sched_vheap *h = &c->wait_heap;
+	int k = 0, cap = h->cap;
+	for (int v; (v = sched_vheap_min(h)) >= 0 && h->key[v] <= now;) {
+		sched_vheap_del(h, v);
+		h->a[cap - 1 - k++] = v; /* the array's free end */
+	}
+	if (!k)
+		return;
+	int *due = &h->a[cap - k];
+	qsort(due, (size_t)k, sizeof(int), cmp_int);
+	for (int i = 0; i < k; i++) {
+		int v = due[i];
+		c->v[v].wake_reason = -ETIMEDOUT;
+		sc_make_runnable(c, v, false, now); /* adds nothing to h */
+	}
+}
+
 void sched_core_tick(struct sched_core *c, uint64_t now)
 {
 	SC_EVENT(c, now);
 	if (c->stopping || c->deadlock)
 		return;
-	for (int v = 0; v < c->nvcpus; v++) {
-		struct sched_vcore *x = &c->v[v];
-		if (x->state == SCHED_ST_WAITING && x->wait_deadline <= now) {
-			x->wake_reason = -ETIMEDOUT;
-			sc_make_runnable(c, v, false, now);
-		}
-	}
+	wait_timeouts(c, now);
 	sc_halt_checks(c, now);
 	deferrals(c, now);
 	if (c->pol->tick)

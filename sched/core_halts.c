@@ -6,6 +6,8 @@
  * because the only way back into the guest is KVM_RUN itself: an exit would
  * just block again on re-entry.
  */
+#include <stdlib.h>
+
 #include "sched/core.h"
 #include "sched/core_int.h"
 
@@ -36,6 +38,10 @@ void sc_unpark(struct sched_core *c, int v, bool in_guest, uint64_t now)
 	x->unslotted = in_guest;
 	x->unslotted_forced = false;
 	c->maybe_unslotted |= in_guest;
+	if (in_guest && !x->unpark_listed) {
+		x->unpark_listed = true;
+		c->unparked[c->nunparked++] = v;
+	}
 }
 
 void sc_halt_checks(struct sched_core *c, uint64_t now)
@@ -55,6 +61,11 @@ void sc_halt_checks(struct sched_core *c, uint64_t now)
 	}
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
 /* After the slots are filled: who woke in guest mode and got none must leave. */
 void sc_force_unslotted(struct sched_core *c, uint64_t now)
 {
@@ -62,8 +73,15 @@ void sc_force_unslotted(struct sched_core *c, uint64_t now)
 	if (!c->maybe_unslotted)
 		return;
 	c->maybe_unslotted = false;
-	for (int v = 0; v < c->nvcpus; v++) {
+	/* Only the vCPUs unparked since the last pass can be new here (the
+	 * pass forces the others); index order, as a scan would give. */
+	qsort(c->unparked, (size_t)c->nunparked, sizeof(int), cmp_int);
+	int n = c->nunparked;
+	c->nunparked = 0;
+	for (int i = 0; i < n; i++) {
+		int v = c->unparked[i];
 		struct sched_vcore *x = &c->v[v];
+		x->unpark_listed = false;
 		if (x->state != SCHED_ST_RUNNABLE || !x->unslotted || x->unslotted_forced)
 			continue;
 		x->unslotted_forced = true;

@@ -27,6 +27,16 @@ void sc_end_event(struct sched_core *const *cp);
 	sc_begin(sc_ev_, now)
 /* core_slots.c */
 void sc_slot_freed(struct sched_core *c, int slot, uint64_t now);
+/* core_index.c */
+int sc_index_init(struct sched_core *c);
+void sc_index_fini(struct sched_core *c);
+void sc_index_leave(struct sched_core *c, int v, enum sched_vstate s);
+void sc_index_enter(struct sched_core *c, int v, enum sched_vstate s);
+void sc_index_restart_ages(struct sched_core *c);
+void sc_index_q_pushed(struct sched_core *c, int v, bool front, bool crit);
+void sc_index_q_removed(struct sched_core *c, int v);
+/* core_check_index.c: NULL, or the index that is wrong */
+const char *sc_check_index(const struct sched_core *c);
 /* core_halts.c */
 void sc_halt_checks(struct sched_core *c, uint64_t now);
 void sc_unpark(struct sched_core *c, int v, bool in_guest, uint64_t now);

@@ -45,6 +45,10 @@ const char *const *sched_policy_names(void);
  * is), or -1. */
 int sched_directed_candidate(struct sched_core *c, int v, int *last_boost);
 
+/* gang: is VM vm in the set that owns the slots now? (false for any other
+ * policy) */
+bool sched_gang_in_set(const struct sched_core *c, int vm);
+
 extern const struct sched_policy sched_policy_none, sched_policy_random,
 	sched_policy_directed, sched_policy_holder, sched_policy_pv,
 	sched_policy_gang;

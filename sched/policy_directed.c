@@ -11,13 +11,31 @@
 
 #include "sched/policy.h"
 
+/* Where the rotation starts in VM vm's vCPU list: its first vCPU after
+ * index start (binary search), wrapping to its first. */
+static int rotation_start(const struct sched_core *c, int vm, int start)
+{
+	int lo = c->vm_start[vm], hi = c->vm_start[vm + 1];
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (c->vm_mem[mid] <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - c->vm_start[vm];
+}
+
+/* Only v's own VM is looked at: the cost is its size, not every vCPU's. */
 int sched_directed_candidate(struct sched_core *c, int v, int *last_boost)
 {
-	int vm = c->v[v].vm, n = c->nvcpus, spinner = -1;
-	int start = last_boost[vm];
-	for (int k = 1; k <= n; k++) {
-		int i = (start + k) % n;
-		if (i == v || c->v[i].vm != vm || c->v[i].state != SCHED_ST_RUNNABLE)
+	int vm = c->v[v].vm, spinner = -1;
+	const int *mem = &c->vm_mem[c->vm_start[vm]];
+	int size = c->vm_start[vm + 1] - c->vm_start[vm];
+	int first = rotation_start(c, vm, last_boost[vm]);
+	for (int k = 0; k < size; k++) {
+		int i = mem[(first + k) % size];
+		if (i == v || c->v[i].state != SCHED_ST_RUNNABLE)
 			continue;
 		if (sched_core_get_hint(c, i).spinning_since == 0) {
 			last_boost[vm] = i;

@@ -35,40 +35,50 @@ struct gang {
 	int set_slots;    /* c->nusable when the set was made */
 	uint64_t start;
 	bool *in_set;
-	int *live, *want; /* scratch, per VM */
+	int *set, nset;   /* the set's VMs; at most one per usable slot */
 };
 
-static void count(const struct sched_core *c, struct gang *g)
+/* The core keeps per-VM counts and a bitset of the VMs that want slots
+ * (core_index.c), so nothing here scans every vCPU, and a set is made by
+ * visiting only VMs that want slots. */
+static int live(const struct sched_core *c, int vm)
 {
-	for (int vm = 0; vm < c->nvms; vm++)
-		g->live[vm] = g->want[vm] = 0;
-	for (int v = 0; v < c->nvcpus; v++) {
-		enum sched_vstate s = c->v[v].state;
-		if (s != SCHED_ST_DONE)
-			g->live[c->v[v].vm]++;
-		if (s == SCHED_ST_RUNNING || s == SCHED_ST_RUNNABLE)
-			g->want[c->v[v].vm]++;
-	}
+	return c->vm_live[vm];
+}
+
+/* The next VM after vm, cyclically, that wants slots (vm itself last). */
+static int next_want(const struct sched_core *c, int vm)
+{
+	int n = sched_core_next_want_vm(c, vm + 1 < c->nvms ? vm + 1 : 0);
+	return n >= 0 ? n : sched_core_next_want_vm(c, 0);
 }
 
 static void compute_set(struct sched_core *c, struct gang *g, uint64_t now)
 {
-	count(c, g);
+	for (int i = 0; i < g->nset; i++)
+		g->in_set[g->set[i]] = false;
+	g->nset = 0;
 	int total = 0, first = -1, next = -1;
 	g->oversize = false;
-	for (int k = 0; k < c->nvms; k++) {
-		int vm = (g->next_vm + k) % c->nvms;
-		g->in_set[vm] = false;
-		if (!g->want[vm])
-			continue;
+	/* From next_vm on, every VM that wants slots, once (first fit); once
+	 * the set is full only the first VM left out is still looked for. */
+	int vm = sched_core_next_want_vm(c, g->next_vm);
+	if (vm < 0)
+		vm = sched_core_next_want_vm(c, 0);
+	for (int k = 0; vm >= 0 && k < c->nwant_vms; k++, vm = next_want(c, vm)) {
+		bool full = g->oversize || total >= c->nusable;
+		if (full && next >= 0)
+			break;
 		if (first < 0) {
 			first = vm;
-			total = g->live[vm];
+			total = live(c, vm);
 			g->oversize = total > c->nusable;
 			g->in_set[vm] = true;
-		} else if (!g->oversize && total + g->live[vm] <= c->nusable) {
-			total += g->live[vm];
+			g->set[g->nset++] = vm;
+		} else if (!g->oversize && total + live(c, vm) <= c->nusable) {
+			total += live(c, vm);
 			g->in_set[vm] = true;
+			g->set[g->nset++] = vm;
 		} else if (next < 0) {
 			next = vm;
 		}
@@ -85,14 +95,11 @@ static void compute_set(struct sched_core *c, struct gang *g, uint64_t now)
 /* Is there a runnable VM outside the set / inside it? */
 static void wants(const struct sched_core *c, struct gang *g, bool *out, bool *in)
 {
-	count(c, g);
-	*out = *in = false;
-	for (int vm = 0; vm < c->nvms; vm++) {
-		if (g->want[vm] && g->in_set[vm])
-			*in = true;
-		else if (g->want[vm])
-			*out = true;
-	}
+	int nin = 0;
+	for (int i = 0; i < g->nset; i++)
+		nin += c->vm_running[g->set[i]] + c->vm_runnable[g->set[i]] > 0;
+	*in = nin > 0;
+	*out = c->nwant_vms > nin;
 }
 
 static int gang_init(struct sched_core *c)
@@ -101,10 +108,9 @@ static int gang_init(struct sched_core *c)
 	if (!g)
 		return -ENOMEM;
 	g->in_set = calloc((size_t)c->nvms, sizeof(bool));
-	g->live = calloc((size_t)c->nvms, sizeof(int));
-	g->want = calloc((size_t)c->nvms, sizeof(int));
+	g->set = calloc((size_t)c->nvms, sizeof(int));
 	c->pstate = g;
-	if (!g->in_set || !g->live || !g->want)
+	if (!g->in_set || !g->set)
 		return -ENOMEM;
 	return 0;
 }
@@ -114,8 +120,7 @@ static void gang_fini(struct sched_core *c)
 	struct gang *g = c->pstate;
 	if (g) {
 		free(g->in_set);
-		free(g->live);
-		free(g->want);
+		free(g->set);
 		free(g);
 	}
 	c->pstate = NULL;
@@ -153,31 +158,30 @@ static uint64_t gang_deadline(const struct sched_core *c)
 	return in ? g->start + c->slice_ns : c->last_now;
 }
 
+/* The first queued vCPU of a set VM (one with running siblings during a
+ * barrier): each VM's queue is the run queue's order, so it is the head
+ * with the smallest qseq among the set's VMs. */
 static int gang_pick_next(struct sched_core *c, int slot, uint64_t now)
 {
 	(void)slot;
 	struct gang *g = c->pstate;
 	if (!g->have_set)
 		compute_set(c, g, now);
-	bool barrier = false;
-	for (int s = 0; s < c->nslots; s++) {
-		int v = c->slot[s].vcpu;
-		if (v >= 0 && !g->in_set[c->v[v].vm])
-			barrier = true; /* the old set has not left yet */
-	}
-	SCHED_FOR_EACH_QUEUED(c, it) {
-		if (!g->in_set[c->v[it].vm])
-			continue;
-		if (!barrier)
-			return it;
+	/* The old set has not left yet while someone outside the set runs. */
+	int in_running = 0;
+	for (int i = 0; i < g->nset; i++)
+		in_running += c->vm_running[g->set[i]];
+	bool barrier = c->nrunning > in_running;
+	int best = -1;
+	for (int i = 0; i < g->nset; i++) {
+		int vm = g->set[i], h = c->vm_qhead[vm];
 		/* A woken vCPU may still join siblings that already run. */
-		for (int s = 0; s < c->nslots; s++) {
-			int v = c->slot[s].vcpu;
-			if (v >= 0 && c->v[v].vm == c->v[it].vm)
-				return it;
-		}
+		if (h < 0 || (barrier && !c->vm_running[vm]))
+			continue;
+		if (best < 0 || c->v[h].qseq < c->v[best].qseq)
+			best = h;
 	}
-	return -1;
+	return best;
 }
 
 static enum sched_slice_verdict gang_on_slice_end(struct sched_core *c, int v,
@@ -188,11 +192,17 @@ static enum sched_slice_verdict gang_on_slice_end(struct sched_core *c, int v,
 	if (!g->in_set[c->v[v].vm])
 		return SCHED_SLICE_PREEMPT;
 	if (g->oversize) {
-		SCHED_FOR_EACH_QUEUED(c, it)
-			if (g->in_set[c->v[it].vm])
+		for (int i = 0; i < g->nset; i++)
+			if (c->vm_runnable[g->set[i]])
 				return SCHED_SLICE_PREEMPT;
 	}
 	return SCHED_SLICE_CONTINUE; /* set changes are gang_tick's job */
+}
+
+bool sched_gang_in_set(const struct sched_core *c, int vm)
+{
+	const struct gang *g = c->pstate;
+	return c->pol == &sched_policy_gang && g && vm >= 0 && vm < c->nvms && g->in_set[vm];
 }
 
 const struct sched_policy sched_policy_gang = {

@@ -7,11 +7,9 @@ static int random_on_spin(struct sched_core *c, int v, int target, uint64_t now)
 	(void)v, (void)target, (void)now;
 	if (c->nrunnable == 0)
 		return -1;
+	/* Uniform over the RUNNABLE set, without walking the queue. */
 	uint64_t k = sched_core_rand(c) % (uint64_t)c->nrunnable;
-	SCHED_FOR_EACH_QUEUED(c, it)
-		if (k-- == 0)
-			return it;
-	return -1;
+	return sched_core_runnable_at(c, (int)k);
 }
 
 const struct sched_policy sched_policy_random = {

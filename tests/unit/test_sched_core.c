@@ -139,6 +139,11 @@ static bool outgoing(const struct sched_core *c, int v)
 
 static void check_invariants(struct sched_core *c, struct fake *f, uint64_t now)
 {
+	/* the core's own books, its indices included */
+	const char *why = sched_core_check(c);
+	CHECK(why == NULL);
+	if (why)
+		printf("sched_core_check: %s\n", why);
 	int running = 0, runnable = 0;
 	for (int v = 0; v < c->nvcpus; v++) {
 		const struct sched_vcore *x = &c->v[v];

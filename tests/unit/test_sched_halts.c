@@ -131,6 +131,11 @@ static struct sched_core *mk(const char *pol, int m, int n, struct fake *f, uint
 
 static void check_invariants(struct sched_core *c, struct fake *f, uint64_t now)
 {
+	/* the core's own books, its indices included */
+	const char *why = sched_core_check(c);
+	CHECK(why == NULL);
+	if (why)
+		printf("sched_core_check: %s\n", why);
 	int running = 0, executing = 0;
 	for (int v = 0; v < c->nvcpus; v++) {
 		const struct sched_vcore *x = &c->v[v];
