@@ -102,12 +102,6 @@ void json_bool(struct json *j, const char *key, bool v)
 	fputs(v ? "true" : "false", j->f);
 }
 
-void json_null(struct json *j, const char *key)
-{
-	item(j, key);
-	fputs("null", j->f);
-}
-
 void json_finish(struct json *j)
 {
 	fputc('\n', j->f);
