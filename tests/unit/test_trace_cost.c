@@ -125,7 +125,7 @@ static int write_jansson(const char *path, uint64_t n, bool one_tree)
 		emit(&w, meta(1, v, "thread_name", names[v]));
 	}
 	for (int s = 0; s < NSLOTS; s++) {
-		char name[16];
+		char name[24];
 		snprintf(name, sizeof(name), "slot %d", s);
 		emit(&w, meta(2, s, "thread_name", name));
 	}
