@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 /*
  * jansson's integers are signed: a u64 above INT64_MAX (a register, a
@@ -64,6 +65,15 @@ static json_t *add(struct json_out *o, json_t *parent, const char *key, json_t *
 	}
 	json_decref(v);
 	return v;
+}
+
+void json_out_init(void)
+{
+	uint32_t seed = 0;
+	/* getrandom opens nothing; 0 (it failed) lets jansson read /dev/urandom now, still before any filter */
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
+		seed = 0;
+	json_object_seed(seed);
 }
 
 json_t *json_out_begin(struct json_out *o)

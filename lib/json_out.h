@@ -23,6 +23,13 @@ struct json_out {
 	int err; /* the first -errno */
 };
 
+/*
+ * Once, first thing in main: seeds jansson's hash tables. Left to itself,
+ * jansson seeds them at the first object it makes by opening /dev/urandom,
+ * and by then the thread that writes the report runs under a seccomp filter
+ * that forbids openat (it killed every `vmm run --json`).
+ */
+void json_out_init(void);
 /* The top-level object; NULL (and o->err set) if it could not be made. */
 json_t *json_out_begin(struct json_out *o);
 /* A new object or array under parent: by key in an object, appended (key NULL) to an array. */

@@ -7,6 +7,10 @@
  */
 #include <jansson.h>
 #include <math.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,8 +167,55 @@ static void test_sticky_error(void)
 	free(text);
 }
 
+/*
+ * The report is written by a thread under a seccomp filter that forbids
+ * opening files; jansson opens /dev/urandom at its first object unless
+ * json_out_init seeded it. In a child (first test, so nothing here made an
+ * object yet): init, forbid open/openat, write a document.
+ */
+static void test_writes_under_a_filter(void)
+{
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		json_out_init();
+		scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+		if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(openat), 0) ||
+		    seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(open), 0) || seccomp_load(ctx))
+			_exit(2);
+		FILE *f = fopen("/dev/null", "w"); /* must die: the filter is in force */
+		(void)f;
+		_exit(3);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS); /* the filter works */
+
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		FILE *f = fopen("/dev/null", "w");
+		json_out_init();
+		scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+		if (!f || !ctx || seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(openat), 0) ||
+		    seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(open), 0) || seccomp_load(ctx))
+			_exit(2);
+		struct json_out out;
+		json_t *top = json_out_begin(&out);
+		json_t *o = json_out_obj(&out, top, "a");
+		json_out_u64(&out, o, "b", UINT64_MAX);
+		json_out_f64(&out, o, "c", 0.5);
+		_exit(json_out_write(&out, f) ? 4 : 0);
+	}
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st))
+		fprintf(stderr, "the writer died of signal %d\n", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void)
 {
+	RUN(test_writes_under_a_filter);
 	RUN(test_same_as_old_writer);
 	RUN(test_not_utf8);
 	RUN(test_sticky_error);
