@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/json_out.h"
 #include "vcpu/vcpu.h"
 #include "vmm/bench/bench.h"
 #include "vmm/cli/cli.h"
@@ -175,6 +176,7 @@ static int cmd_run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	json_out_init(); /* before any thread or seccomp filter: lib/json_out.h */
 	if (argc < 2) {
 		usage(stderr);
 		return VMM_EXIT_USAGE;

@@ -161,15 +161,16 @@ void bench_stats_cell(struct bench_cell *c);
 /* Every cell, then efficiencies against refs; true if any cell failed. */
 bool bench_stats_matrix(struct bench_matrix *m);
 
-/* A flat view of a JSON document: "a.b.0.c" -> scalar text. */
+/* A report read by jansson (bench_json.c); values are asked for by path, "a.b.0.c". */
+struct json_t;
 struct bench_json {
-	unsigned n, cap;
-	char **key, **val; /* val: number text, "true", "false", "null", or string contents */
+	struct json_t *root; /* an object; NULL once freed */
 };
 int bench_json_parse(const char *text, struct bench_json *j);
 int bench_json_load(const char *path, struct bench_json *j);
 void bench_json_free(struct bench_json *j);
-/* 0, -ENOENT (absent), -EINVAL (null, or not a number / bool). */
+/* parse/load: 0, -EINVAL (not strict JSON, or not an object at the top), -ENOMEM, or load's -errno.
+ * num/bool: 0, -ENOENT (absent), -EINVAL (null, a string, or not a number / bool). */
 int bench_json_num(const struct bench_json *j, const char *key, double *out);
 int bench_json_bool(const struct bench_json *j, const char *key, bool *out);
 

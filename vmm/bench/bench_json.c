@@ -1,236 +1,114 @@
 /*
- * Reads the JSON report a child `vmm run --json` wrote, flattened to
- * "path.to.key" -> scalar so the bench can ask for "ops_per_s" or
- * "vcpus.0.reports.hc_ps" by name. A real (small) parser rather than a
- * text search: fields may be added to the report in any order or depth
- * (README: later versions only add fields) and the bench must not break.
+ * Reads the JSON report a child `vmm run --json` wrote, so the bench can ask
+ * for "ops_per_s" or "vcpus.0.reports.hc_ps" by path. Once shards from many
+ * hosts are merged this is a trust boundary, so the parsing is jansson's
+ * (strict RFC 8259, vmm/bench/README.md says why): duplicate keys, a NUL in
+ * a string, a number out of a double's range, nesting past jansson's limit,
+ * trailing text or a top level that is not an object are all -EINVAL.
+ * Fields may be added to the report in any order or depth (README: later
+ * versions only add fields) and the bench must not break.
  */
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vmm/bench/bench.h"
 #include "vmm/host/file.h"
 
-#define PATH_MAX_LEN 256
-#define DEPTH_MAX 32
+/*
+ * Integers as doubles: the bench asks for doubles, and a report's u64
+ * registers above INT64_MAX would otherwise be refused as too big.
+ */
+#define LOAD_FLAGS (JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL)
+#define FILE_MAX (64u << 20)
 
-struct parser {
-	const char *p;
-	struct bench_json *j;
-	char path[PATH_MAX_LEN];
-	int depth;
-};
-
-static void ws(struct parser *s)
+static int loaded(json_t *root, const json_error_t *e, struct bench_json *j)
 {
-	while (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')
-		s->p++;
-}
-
-static int add(struct parser *s, const char *val, size_t len)
-{
-	struct bench_json *j = s->j;
-	if (j->n == j->cap) {
-		unsigned cap = j->cap ? j->cap * 2 : 64;
-		char **k = realloc(j->key, cap * sizeof(*k));
-		if (!k)
-			return -ENOMEM;
-		j->key = k;
-		char **v = realloc(j->val, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		j->val = v;
-		j->cap = cap;
-	}
-	j->key[j->n] = strdup(s->path);
-	j->val[j->n] = strndup(val, len);
-	if (!j->key[j->n] || !j->val[j->n]) {
-		free(j->key[j->n]);
-		free(j->val[j->n]);
-		return -ENOMEM;
-	}
-	j->n++;
-	return 0;
-}
-
-/* A string's raw contents (escapes kept as written: we only compare keys
- * that are plain ASCII); start and len point into the text. */
-static int string(struct parser *s, const char **start, size_t *len)
-{
-	if (*s->p != '"')
+	if (!root)
+		return json_error_code(e) == json_error_out_of_memory ? -ENOMEM : -EINVAL;
+	if (!json_is_object(root)) {
+		json_decref(root);
 		return -EINVAL;
-	const char *b = ++s->p;
-	while (*s->p && *s->p != '"') {
-		if (*s->p == '\\' && s->p[1])
-			s->p++;
-		s->p++;
 	}
-	if (*s->p != '"')
-		return -EINVAL;
-	*start = b;
-	*len = (size_t)(s->p - b);
-	s->p++;
+	j->root = root;
 	return 0;
-}
-
-static int value(struct parser *s);
-
-/* Appends ".name" (or "name" at the top) to the path; returns the old length. */
-static int push(struct parser *s, const char *name, size_t len, size_t *old)
-{
-	size_t n = strlen(s->path);
-	*old = n;
-	if (n + len + 2 >= sizeof(s->path))
-		return -E2BIG;
-	if (n)
-		s->path[n++] = '.';
-	memcpy(s->path + n, name, len);
-	s->path[n + len] = '\0';
-	return 0;
-}
-
-static int container(struct parser *s, bool is_obj)
-{
-	char close = is_obj ? '}' : ']';
-	if (++s->depth > DEPTH_MAX)
-		return -E2BIG;
-	s->p++;
-	ws(s);
-	for (unsigned idx = 0; *s->p != close; idx++) {
-		const char *name;
-		size_t len, old;
-		char num[16];
-		int r;
-		if (idx) {
-			if (*s->p != ',')
-				return -EINVAL;
-			s->p++;
-			ws(s);
-		}
-		if (is_obj) {
-			if ((r = string(s, &name, &len)))
-				return r;
-			ws(s);
-			if (*s->p != ':')
-				return -EINVAL;
-			s->p++;
-		} else {
-			len = (size_t)snprintf(num, sizeof(num), "%u", idx);
-			name = num;
-		}
-		if ((r = push(s, name, len, &old)) || (r = value(s)))
-			return r;
-		s->path[old] = '\0';
-		ws(s);
-	}
-	s->p++;
-	s->depth--;
-	return 0;
-}
-
-static int value(struct parser *s)
-{
-	ws(s);
-	const char *b = s->p, *str;
-	size_t len;
-	int r;
-	switch (*s->p) {
-	case '{':
-		return container(s, true);
-	case '[':
-		return container(s, false);
-	case '"':
-		if ((r = string(s, &str, &len)))
-			return r;
-		return add(s, str, len);
-	case '\0':
-		return -EINVAL;
-	default:
-		while (*s->p && !strchr(",}] \n\r\t", *s->p))
-			s->p++;
-		if (s->p == b)
-			return -EINVAL;
-		return add(s, b, (size_t)(s->p - b));
-	}
 }
 
 int bench_json_parse(const char *text, struct bench_json *j)
 {
-	struct parser s = { .p = text, .j = j };
+	json_error_t e;
 	memset(j, 0, sizeof(*j));
-	int r = value(&s);
-	if (!r) {
-		ws(&s);
-		if (*s.p)
-			r = -EINVAL;
-	}
-	if (r)
-		bench_json_free(j);
-	return r;
+	return loaded(json_loads(text, LOAD_FLAGS, &e), &e, j);
 }
 
 int bench_json_load(const char *path, struct bench_json *j)
 {
 	uint8_t *buf;
 	size_t len;
+	json_error_t e;
 	memset(j, 0, sizeof(*j));
-	int r = read_whole_file(path, 64u << 20, &buf, &len);
+	int r = read_whole_file(path, FILE_MAX, &buf, &len);
 	if (r)
 		return r;
-	char *text = malloc(len + 1);
-	if (!text) {
-		free(buf);
-		return -ENOMEM;
-	}
-	memcpy(text, buf, len);
-	text[len] = '\0';
+	/* json_loadb: a NUL byte in the file is an error, not the end of the text */
+	r = loaded(json_loadb((const char *)buf, len, LOAD_FLAGS, &e), &e, j);
 	free(buf);
-	r = bench_json_parse(text, j);
-	free(text);
 	return r;
 }
 
 void bench_json_free(struct bench_json *j)
 {
-	for (unsigned i = 0; i < j->n; i++) {
-		free(j->key[i]);
-		free(j->val[i]);
-	}
-	free(j->key);
-	free(j->val);
-	memset(j, 0, sizeof(*j));
+	json_decref(j->root);
+	j->root = NULL;
 }
 
-static const char *get(const struct bench_json *j, const char *key)
+/*
+ * The value at a dotted path. A key may itself hold dots (a guest's report
+ * keys may), so at each object every split of the path is tried, shortest
+ * key first; array indices are plain decimal.
+ */
+static const json_t *at(const json_t *v, const char *path)
 {
-	for (unsigned i = 0; i < j->n; i++)
-		if (!strcmp(j->key[i], key))
-			return j->val[i];
-	return NULL;
+	if (!*path)
+		return v;
+	if (json_is_array(v)) {
+		size_t n = strspn(path, "0123456789");
+		if (!n || n > 9 || (path[n] && path[n] != '.'))
+			return NULL;
+		const json_t *e = json_array_get(v, strtoul(path, NULL, 10));
+		return e ? at(e, path[n] ? path + n + 1 : path + n) : NULL;
+	}
+	if (!json_is_object(v))
+		return NULL;
+	for (const char *dot = path;; dot++) {
+		if (*dot && *dot != '.')
+			continue;
+		const json_t *e = json_object_getn(v, path, (size_t)(dot - path));
+		const json_t *found = e ? at(e, *dot ? dot + 1 : dot) : NULL;
+		if (found || !*dot)
+			return found;
+	}
 }
 
 int bench_json_num(const struct bench_json *j, const char *key, double *out)
 {
-	const char *v = get(j, key);
+	const json_t *v = j->root ? at(j->root, key) : NULL;
 	if (!v)
 		return -ENOENT;
-	char *end;
-	errno = 0;
-	double d = strtod(v, &end);
-	if (end == v || *end || errno)
+	if (!json_is_number(v))
 		return -EINVAL;
-	*out = d;
+	*out = json_number_value(v);
 	return 0;
 }
 
 int bench_json_bool(const struct bench_json *j, const char *key, bool *out)
 {
-	const char *v = get(j, key);
+	const json_t *v = j->root ? at(j->root, key) : NULL;
 	if (!v)
 		return -ENOENT;
-	if (strcmp(v, "true") && strcmp(v, "false"))
+	if (!json_is_boolean(v))
 		return -EINVAL;
-	*out = !strcmp(v, "true");
+	*out = json_is_true(v);
 	return 0;
 }

@@ -171,7 +171,7 @@ static void read_reports(const struct bench_opts *o, const struct bench_cell *c,
 		struct bench_json j;
 		report_path(o, c, rep, k, path, sizeof(path));
 		int r = bench_read_report(path, &one, NULL, 0, &j);
-		if (!j.n) {
+		if (!j.root) { /* nothing was read */
 			snprintf(out->why, sizeof(out->why), "vm%u: %.80s", k, one.why);
 			ok = false;
 			continue;

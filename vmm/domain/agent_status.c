@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/json_writer.h"
+#include "lib/json_out.h"
 #include "sched/types.h"
 
 static const char *vstate_name(uint32_t s)
@@ -60,83 +60,74 @@ static double share(const struct dom_member_stats *st, int nslots, uint64_t now)
 	return span ? (double)st->held_ns / ((double)span * nslots) : 0.0;
 }
 
-static void write_json(struct agent *a, FILE *f, uint64_t now)
+static int write_json(struct agent *a, FILE *f, uint64_t now)
 {
-	struct json j;
-	json_begin(&j, f);
-	json_obj(&j, NULL);
-	json_str(&j, "domain", a->o->name);
-	json_i64(&j, "agent_pid", getpid());
-	json_u64(&j, "uptime_ns", now - a->start_ns);
-	json_u64(&j, "slice_ns", a->core->slice_ns);
-	json_u64(&j, "grace_ns", a->core->grace_ns);
-	json_str(&j, "confinement", "self (not enforced)");
-	json_u64(&j, "refused", a->refused);
-	json_arr(&j, "slots");
+	struct json_out out, *o = &out;
+	json_t *top = json_out_begin(o);
+	json_out_str(o, top, "domain", a->o->name);
+	json_out_i64(o, top, "agent_pid", getpid());
+	json_out_u64(o, top, "uptime_ns", now - a->start_ns);
+	json_out_u64(o, top, "slice_ns", a->core->slice_ns);
+	json_out_u64(o, top, "grace_ns", a->core->grace_ns);
+	json_out_str(o, top, "confinement", "self (not enforced)");
+	json_out_u64(o, top, "refused", a->refused);
+	json_t *slots = json_out_arr(o, top, "slots");
 	for (int s = 0; s < a->core->nslots; s++) {
 		const struct dom_slot *sl = &a->core->slot[s];
-		json_obj(&j, NULL);
-		json_i64(&j, "slot", s);
-		json_i64(&j, "cpu", a->o->slot_cpu[s]);
+		json_t *slot = json_out_obj(o, slots, NULL);
+		json_out_i64(o, slot, "slot", s);
+		json_out_i64(o, slot, "cpu", a->o->slot_cpu[s]);
 		if (sl->m >= 0) {
-			json_i64(&j, "member", sl->m);
-			json_i64(&j, "seat", sl->v);
-			json_bool(&j, "revoking", sl->revoking);
+			json_out_i64(o, slot, "member", sl->m);
+			json_out_i64(o, slot, "seat", sl->v);
+			json_out_bool(o, slot, "revoking", sl->revoking);
 		} else {
-			json_null(&j, "member");
+			json_out_null(o, slot, "member");
 		}
-		json_end_obj(&j);
 	}
-	json_end_arr(&j);
-	json_arr(&j, "members");
+	json_t *members = json_out_arr(o, top, "members");
 	for (int m = 0; m < a->max_members; m++) {
 		struct agent_member *am = &a->mem[m];
 		if (am->conn < 0)
 			continue;
 		struct member_view v;
 		view(a, m, now, &v);
-		json_obj(&j, NULL);
-		json_i64(&j, "id", m);
-		json_i64(&j, "pid", am->pid);
-		json_str(&j, "vm", am->vm_name);
-		json_u64(&j, "weight", v.st.weight);
-		json_str(&j, "policy", v.policy);
-		json_bool(&j, "gang", v.st.gang);
-		json_bool(&j, "policy_applied", v.policy_ack == v.policy_gen);
+		json_t *mem = json_out_obj(o, members, NULL);
+		json_out_i64(o, mem, "id", m);
+		json_out_i64(o, mem, "pid", am->pid);
+		json_out_str(o, mem, "vm", am->vm_name);
+		json_out_u64(o, mem, "weight", v.st.weight);
+		json_out_str(o, mem, "policy", v.policy);
+		json_out_bool(o, mem, "gang", v.st.gang);
+		json_out_bool(o, mem, "policy_applied", v.policy_ack == v.policy_gen);
 		if (am->policy_set_ns)
-			json_u64(&j, "policy_set_ns", am->policy_set_ns);
+			json_out_u64(o, mem, "policy_set_ns", am->policy_set_ns);
 		if (am->weight_set_ns)
-			json_u64(&j, "weight_set_ns", am->weight_set_ns);
-		json_i64(&j, "vcpus", am->nvcpus);
-		json_i64(&j, "seats", am->nseats);
-		json_i64(&j, "held", v.st.nheld);
-		json_i64(&j, "queued", v.st.nqueued);
-		json_u64(&j, "slot_ns", v.st.held_ns);
-		json_u64(&j, "joined_ns", v.st.joined_ns);
-		json_f64(&j, "share", share(&v.st, a->core->nslots, now));
-		json_u64(&j, "reclaims", v.st.reclaims);
-		json_u64(&j, "bad_words", am->bad_words);
-		json_u64(&j, "revokes_obeyed", am->gave_back);
-		json_u64(&j, "revoke_to_release_mean_ns", am->gave_back ? am->gave_back_ns / am->gave_back : 0);
-		json_u64(&j, "revoke_to_release_max_ns", am->gave_back_max_ns);
-		json_arr(&j, "seat_states");
+			json_out_u64(o, mem, "weight_set_ns", am->weight_set_ns);
+		json_out_i64(o, mem, "vcpus", am->nvcpus);
+		json_out_i64(o, mem, "seats", am->nseats);
+		json_out_i64(o, mem, "held", v.st.nheld);
+		json_out_i64(o, mem, "queued", v.st.nqueued);
+		json_out_u64(o, mem, "slot_ns", v.st.held_ns);
+		json_out_u64(o, mem, "joined_ns", v.st.joined_ns);
+		json_out_f64(o, mem, "share", share(&v.st, a->core->nslots, now));
+		json_out_u64(o, mem, "reclaims", v.st.reclaims);
+		json_out_u64(o, mem, "bad_words", am->bad_words);
+		json_out_u64(o, mem, "revokes_obeyed", am->gave_back);
+		json_out_u64(o, mem, "revoke_to_release_mean_ns", am->gave_back ? am->gave_back_ns / am->gave_back : 0);
+		json_out_u64(o, mem, "revoke_to_release_max_ns", am->gave_back_max_ns);
+		json_t *seat_states = json_out_arr(o, mem, "seat_states");
 		for (int s = 0; s < am->nseats; s++)
-			json_str(&j, NULL, seat_state(a->core->mem[m].v[s].state));
-		json_end_arr(&j);
-		json_arr(&j, "vcpu_states"); /* as the member reports them */
+			json_out_str(o, seat_states, NULL, seat_state(a->core->mem[m].v[s].state));
+		json_t *vcpu_states = json_out_arr(o, mem, "vcpu_states"); /* as the member reports them */
 		for (int i = 0; i < am->nvcpus; i++) {
 			const struct dom_req_vcpu *rv = dom_shm_req_vcpu(&am->shm, i);
-			json_obj(&j, NULL);
-			json_str(&j, "state", vstate_name(__atomic_load_n(&rv->state, __ATOMIC_RELAXED)));
-			json_u64(&j, "running_ns", __atomic_load_n(&rv->ns_running, __ATOMIC_RELAXED));
-			json_end_obj(&j);
+			json_t *vs = json_out_obj(o, vcpu_states, NULL);
+			json_out_str(o, vs, "state", vstate_name(__atomic_load_n(&rv->state, __ATOMIC_RELAXED)));
+			json_out_u64(o, vs, "running_ns", __atomic_load_n(&rv->ns_running, __ATOMIC_RELAXED));
 		}
-		json_end_arr(&j);
-		json_end_obj(&j);
 	}
-	json_end_arr(&j);
-	json_end_obj(&j);
-	json_finish(&j);
+	return json_out_write(o, f);
 }
 
 static void write_text(struct agent *a, FILE *f, uint64_t now)
@@ -191,11 +182,17 @@ void agent_status(struct agent *a, int c, uint32_t flags)
 		return;
 	}
 	uint64_t now = agent_now();
+	int rc = 0;
 	if (flags & DOM_STATUS_JSON)
-		write_json(a, f, now);
+		rc = write_json(a, f, now);
 	else
 		write_text(a, f, now);
 	fclose(f);
+	if (rc) {
+		agent_send_error(a->conn[c].fd, rc, "status: %s", strerror(-rc));
+		free(text);
+		return;
+	}
 	if (len > DOM_TEXT_MAX) {
 		text[DOM_TEXT_MAX - 4] = '\0';
 		strcat(text, "...");
