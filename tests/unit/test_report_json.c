@@ -54,6 +54,7 @@ static void fill_stats(struct sched_vcpu_stats *st, uint64_t base)
 	st->deferrals_hard = base + 13;
 	st->kernel_halts = base + 14;
 	st->unslotted_wakes = base + 15;
+	st->spins_queued_kept = base + 16;
 	sched_hist_add(&st->kick_latency, 1500);
 	sched_hist_add(&st->kick_latency, 90000);
 }
@@ -175,6 +176,7 @@ static struct fixture *fixture_new(void)
 					      .intr = 8, .other = 23 };
 	s->st = x->st;
 	fill_stats(&s->st_all, 1ull << 62);
+	s->loop = (struct sched_loop_stats){ .ticks = 3001, .ticks_early = 2, .timer_sets = 4500 };
 	return x;
 }
 

@@ -47,6 +47,7 @@ static void add_stats(struct sched_vcpu_stats *t, const struct sched_vcpu_stats 
 	t->kicks_received += x->kicks_received;
 	t->deferrals += x->deferrals;
 	t->deferrals_hard += x->deferrals_hard;
+	t->spins_queued_kept += x->spins_queued_kept;
 	t->kernel_halts += x->kernel_halts;
 	t->unslotted_wakes += x->unslotted_wakes;
 	sched_hist_merge(&t->kick_latency, &x->kick_latency);
@@ -105,6 +106,8 @@ int report_summarize(const struct run *r, int status, struct run_summary *s)
 		sched_stats(r->sched, (int)g, &s->st[g]);
 		add_stats(&s->st_all, &s->st[g]);
 	}
+	if (r->sched)
+		sched_get_loop_stats(r->sched, &s->loop);
 	return 0;
 }
 

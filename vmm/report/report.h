@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sched/sched.h"
 #include "sched/types.h"
 #include "vmm/core/run.h"
 
@@ -29,6 +30,7 @@ struct run_summary {
 	struct vcpu_exit_counts exits;
 	struct sched_vcpu_stats *st; /* [nvcpus] */
 	struct sched_vcpu_stats st_all;
+	struct sched_loop_stats loop; /* the event loop's wake-ups for the scheduler */
 };
 
 int report_summarize(const struct run *r, int status, struct run_summary *s);

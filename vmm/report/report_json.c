@@ -160,6 +160,7 @@ static void json_sched(struct json_out *o, json_t *parent, const struct sched_vc
 	json_out_u64(o, sched, "kicks_received", st->kicks_received);
 	json_out_u64(o, sched, "deferrals", st->deferrals);
 	json_out_u64(o, sched, "deferrals_hard", st->deferrals_hard);
+	json_out_u64(o, sched, "spins_queued_kept", st->spins_queued_kept);
 	json_out_u64(o, sched, "kernel_halts", st->kernel_halts);
 	json_out_u64(o, sched, "unslotted_wakes", st->unslotted_wakes);
 	json_t *kick_latency_ns = json_out_obj(o, sched, "kick_latency_ns");
@@ -275,6 +276,10 @@ int report_write_json(const char *path, const struct run *r, const struct run_su
 	json_out_u64(o, top, "hypercall_errors", errs);
 	json_exits(o, top, &s->exits);
 	json_sched(o, top, &s->st_all);
+	json_t *loop = json_out_obj(o, top, "event_loop");
+	json_out_u64(o, loop, "ticks", s->loop.ticks);
+	json_out_u64(o, loop, "ticks_early", s->loop.ticks_early);
+	json_out_u64(o, loop, "timer_sets", s->loop.timer_sets);
 	json_t *vms = json_out_arr(o, top, "vms");
 	for (unsigned k = 0; k < r->vms_created; k++) {
 		json_t *vm = json_out_obj(o, vms, NULL);
