@@ -121,7 +121,7 @@ FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-
 # what the fuzzers link: the parsers and what they call, nothing of KVM
 FUZZ_LIB_SRCS := vmm/boot/elf_loader.c $(wildcard vmm/cli/*.c) vmm/boot/fdt_build.c \
 	vmm/boot/layout.c vmm/linux/boot_linux.c devices/virtqueue.c $(wildcard vcpu/x86/cpuid*.c) $(wildcard hypercalls/*.c sched/*.c) \
-	vmm/core/sched_hc_ops.c vmm/bench/bench_json.c vmm/host/file.c
+	vmm/core/sched_hc_ops.c $(wildcard vmm/bench/*.c) vmm/host/file.c
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(BUILD)/libfuzzvmm.a: $(FUZZ_LIB_OBJS)
