@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tests/unit/check.h"
+#include "tests/unit/json_compare.h"
 #include "vmm/bench/bench.h"
 
 static bool near(double a, double b)
@@ -21,24 +22,11 @@ static bool near(double a, double b)
 	return a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
 }
 
-static void golden_path(char *out, size_t n)
-{
-	char exe[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	exe[len > 0 ? len : 0] = '\0';
-	for (int up = 0; up < 4; up++) {
-		char *slash = strrchr(exe, '/');
-		if (slash)
-			*slash = '\0';
-	}
-	snprintf(out, n, "%s/tests/unit/data/report_golden.json", exe);
-}
-
 /* The values test_report_json's fixture put into the report. */
 static void test_reads_report(void)
 {
 	char path[PATH_MAX + 64];
-	golden_path(path, sizeof(path));
+	json_test_data_path(path, sizeof(path), "report_golden.json");
 	struct bench_json j;
 	double v;
 	bool b;
