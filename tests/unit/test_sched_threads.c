@@ -669,7 +669,9 @@ static void seat_cb(void *ctx, enum sched_action_kind kind, int val)
 	}
 	CHECK(kind == SCHED_ACT_SLOT_OFF);
 	pthread_mutex_lock(&seat_mu);
-	CHECK(off_pending[val]);
+	/* Ours to take offline, or, once the vCPUs are ending (stop_flag comes
+	 * just before sched_stop), an idle seat the scheduler gives back. */
+	CHECK(off_pending[val] || atomic_load(&stop_flag));
 	off_pending[val] = false;
 	seats--;
 	CHECK(in_guest_now <= seats);
