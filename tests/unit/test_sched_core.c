@@ -831,6 +831,23 @@ static void case_sticky(void)
 	CHECK(sched_core_check(c) == NULL);
 	sched_core_destroy(c);
 
+	/* A pick whose own slot is taken leaves the free slot a queued vCPU
+	 * last held to that one: v0 (last: 0, held by v3) and v1 (last: 1)
+	 * time out together with slots 1 and 2 free. */
+	c = mk("none", 3, 4, 1, NULL, false, 0, &f);
+	CHECK(sched_core_wait(c, 0, 99 * US, 1 * US) == 1);
+	drain(c, &f, 1 * US);
+	CHECK(c->slot[0].vcpu == 3);
+	CHECK(sched_core_wait(c, 1, 98 * US, 2 * US) == 1);
+	drain(c, &f, 2 * US);
+	sched_core_done(c, 2, 3 * US);
+	drain(c, &f, 3 * US);
+	sched_core_tick(c, 100 * US);
+	drain(c, &f, 100 * US);
+	CHECK(c->slot[2].vcpu == 0 && c->slot[1].vcpu == 1);
+	CHECK(c->v[1].st.sticky_grants == 1 && c->v[0].st.slot_moves == 1);
+	sched_core_destroy(c);
+
 	/* gang chooses who, never where: each set starts on the slots its
 	 * vCPUs last held, though they leave in the other order each time. */
 	int vm_of[4] = { 0, 0, 1, 1 };
