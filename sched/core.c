@@ -239,7 +239,7 @@ static int pick(struct sched_core *c, int slot, uint64_t now)
 /* The policy says who, in its order; which free slot the pick gets is the
  * core's (sc_place: its last one if free). Slot s stays on offer until a
  * pick takes it or the policy leaves it empty, so every pass grants or
- * moves on: O(slots + grants). */
+ * moves on; placing costs O(slots) per grant at most. */
 void sc_fill_slots(struct sched_core *c, uint64_t now)
 {
 	if (c->stopping || c->deadlock)
