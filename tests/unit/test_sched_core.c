@@ -355,7 +355,7 @@ static void run_random(const struct run *r, int steps)
 	uint64_t now = 0, runnable_since[MAXV] = { 0 };
 	struct sticky_watch sw = { .c = c };
 	for (int v = 0; v < MAXV; v++)
-		sw.last[v] = c->v[v].state == SCHED_ST_RUNNING ? c->v[v].slot : -1;
+		sw.last[v] = v < r->n && c->v[v].state == SCHED_ST_RUNNING ? c->v[v].slot : -1;
 	c->trace = sticky_trace;
 	c->trace_ctx = &sw;
 	/* Round robin needs one round; boosts of vCPUs forced out inside a lock
