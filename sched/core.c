@@ -163,6 +163,7 @@ void sc_requeue_front(struct sched_core *c, int v)
 void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
 {
 	struct sched_vcore *x = &c->v[v];
+	sc_sticky_grant(c, v, slot);
 	c->slot[slot].vcpu = v;
 	if (fresh)
 		c->slot[slot].slice_start = now;
@@ -235,17 +236,21 @@ static int pick(struct sched_core *c, int slot, uint64_t now)
 	return c->qhead;
 }
 
+/* The policy says who, in its order; which free slot the pick gets is the
+ * core's (sc_place: its last one if free). Slot s stays on offer until a
+ * pick takes it or the policy leaves it empty, so every pass grants or
+ * moves on; placing costs O(slots) per grant at most. */
 void sc_fill_slots(struct sched_core *c, uint64_t now)
 {
 	if (c->stopping || c->deadlock)
 		return;
 	for (int s = 0; s < c->nslots && c->nrunnable > 0; s++) {
-		if (c->slot[s].vcpu >= 0 || !sched_core_slot_usable(c, s))
-			continue;
-		int v = pick(c, s, now);
-		if (v < 0 || c->v[v].state != SCHED_ST_RUNNABLE)
-			continue;
-		sc_grant(c, v, s, true, now);
+		while (c->nrunnable > 0 && c->slot[s].vcpu < 0 && sched_core_slot_usable(c, s)) {
+			int v = pick(c, s, now);
+			if (v < 0 || c->v[v].state != SCHED_ST_RUNNABLE)
+				break;
+			sc_grant(c, v, sc_place(c, v, s), true, now);
+		}
 	}
 }
 
@@ -330,7 +335,7 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	if (sc_index_init(c) < 0)
 		goto oom;
 	for (int s = 0; s < c->nslots; s++) {
-		c->slot[s].vcpu = -1;
+		c->slot[s].vcpu = c->slot[s].last_vcpu = -1;
 		c->slot[s].state = p->slots_offline ? SCHED_SLOT_OFFLINE : SCHED_SLOT_ONLINE;
 	}
 	c->nusable = p->slots_offline ? 0 : c->nslots;
@@ -338,7 +343,7 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	 * be granted a slot before it first calls enter. */
 	for (int v = 0; v < c->nvcpus; v++) {
 		struct sched_vcore *x = &c->v[v];
-		x->slot = x->handoff_to = -1;
+		x->slot = x->handoff_to = x->last_slot = -1;
 		x->qprev = x->qnext = -1;
 		x->wait_deadline = UINT64_MAX;
 		x->state = SCHED_ST_RUNNABLE;

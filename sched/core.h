@@ -78,6 +78,8 @@ struct sched_vcore {
 	enum sched_vstate state;
 	int vm;
 	int slot;                /* when RUNNING */
+	int last_slot;           /* the slot of its last grant, -1: none yet */
+	uint32_t last_gen;       /* ... and that slot's gen then */
 	int qprev, qnext;        /* run-queue links when RUNNABLE */
 	bool preempt_req;        /* FORCE_EXIT sent, slot not yet given back */
 	int handoff_to;          /* who gets the slot when it is given back */
@@ -117,6 +119,9 @@ enum sched_slot_state {
 
 struct sched_slot {
 	int vcpu;                /* -1: free */
+	int last_vcpu;           /* its last holder, -1: none yet */
+	uint32_t gen;            /* times it went OFFLINE: it may come back
+				    on another host CPU, which is not warm */
 	uint64_t slice_start;
 	enum sched_slot_state state;
 };

@@ -25,6 +25,13 @@ static const char *check_slots(const struct sched_core *c, int *avail)
 			return "a going-off slot is free";
 		if (v >= 0 && (c->v[v].state != SCHED_ST_RUNNING || c->v[v].slot != s))
 			return "a slot's holder does not hold it";
+		/* stickiness's books: a holder is the slot's last one, and the
+		 * slot is its last, as of this generation (core_sticky.c) */
+		if (v >= 0 && (sl->last_vcpu != v || c->v[v].last_slot != s ||
+			       c->v[v].last_gen != sl->gen))
+			return "a slot's holder is not its last holder";
+		if (sl->last_vcpu < -1 || sl->last_vcpu >= c->nvcpus)
+			return "a slot's last holder is out of range";
 	}
 	if (usable != c->nusable)
 		return "the count of online slots is wrong";
@@ -65,6 +72,8 @@ const char *sched_core_check(const struct sched_core *c)
 			return "a vCPU that does not run holds a slot";
 		}
 		runnable += x->state == SCHED_ST_RUNNABLE;
+		if (x->last_slot < -1 || x->last_slot >= c->nslots)
+			return "a vCPU's last slot is out of range";
 	}
 	if (running != c->nrunning || runnable != c->nrunnable)
 		return "the running/runnable counts are wrong";

@@ -12,6 +12,7 @@
 void sc_slot_freed(struct sched_core *c, int slot, uint64_t now)
 {
 	c->slot[slot].state = SCHED_SLOT_OFFLINE;
+	c->slot[slot].gen++; /* no vCPU is warm on the CPU it comes back on */
 	sc_emit(c, SCHED_ACT_SLOT_OFF, -1, slot);
 	sc_trace(c, SCHED_TR_SLOT_OFF, -1, slot, now);
 }

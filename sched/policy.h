@@ -25,7 +25,9 @@ struct sched_policy {
 	/* v (RUNNING) spins, waiting for target (-1: unknown). Return the
 	 * RUNNABLE vCPU that gets v's slot, or -1 to let v keep it. [-1] */
 	int (*on_spin)(struct sched_core *c, int v, int target, uint64_t now);
-	/* A RUNNABLE vCPU for a free slot, or -1 to leave it empty. [head] */
+	/* A RUNNABLE vCPU for a free slot, or -1 to leave it empty. [head]
+	 * slot is the one on offer; the core may grant the pick another free
+	 * slot, the one it last ran on (core_sticky.c). */
 	int (*pick_next)(struct sched_core *c, int slot, uint64_t now);
 	/* v's slice is over and someone is RUNNABLE. [PREEMPT] */
 	enum sched_slice_verdict (*on_slice_end)(struct sched_core *c, int v,

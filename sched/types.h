@@ -92,6 +92,8 @@ struct sched_vcpu_stats {
 	uint64_t kicks_sent, kicks_received;
 	uint64_t deferrals, deferrals_hard;
 	uint64_t spins_queued_kept; /* SPIN exits while queued in a lock with a preemption pending: not a safe point */
+	uint64_t sticky_grants;    /* granted the slot it last held (warm cache and TLB) */
+	uint64_t slot_moves;       /* granted another slot than the one it last held */
 	uint64_t kernel_halts;     /* parked: blocked in the host kernel, slot freed */
 	uint64_t unslotted_wakes;  /* woke from a park with no slot free: forced out */
 	struct sched_hist kick_latency; /* kick of a sleeper -> back in guest */

@@ -55,6 +55,8 @@ static void fill_stats(struct sched_vcpu_stats *st, uint64_t base)
 	st->kernel_halts = base + 14;
 	st->unslotted_wakes = base + 15;
 	st->spins_queued_kept = base + 16;
+	st->sticky_grants = base + 17;
+	st->slot_moves = base + 18;
 	sched_hist_add(&st->kick_latency, 1500);
 	sched_hist_add(&st->kick_latency, 90000);
 }

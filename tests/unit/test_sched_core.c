@@ -304,6 +304,44 @@ static void vcpu_event(struct sched_core *c, struct fake *f, const struct run *r
 	drain(c, f, now);
 }
 
+/*
+ * Stickiness, seen from outside: the test keeps each vCPU's last slot from
+ * the GRANT traces. A new slice granted while that slot is free and online
+ * must go to it (at trace time the core's slots are those of that moment).
+ * Hand-offs pass the giver's slot and are exempt. No policy is exempt: they
+ * choose who, never where.
+ */
+struct sticky_watch {
+	const struct sched_core *c;
+	int last[MAXV];
+	long chances;         /* new slices whose last slot was free */
+	uint64_t same[MAXV], moved[MAXV]; /* every grant: to its last slot, elsewhere */
+};
+
+static long sticky_chances_all, sticky_grants_all;
+
+static void sticky_trace(void *p, enum sched_trace_ev ev, int v, int arg, uint64_t now)
+{
+	(void)now;
+	struct sticky_watch *w = p;
+	const struct sched_core *c = w->c;
+	if (ev != SCHED_TR_GRANT)
+		return;
+	int l = w->last[v];
+	w->last[v] = arg;
+	if (l < 0)
+		return;
+	w->same[v] += l == arg;
+	w->moved[v] += l != arg;
+	if (!c->v[v].fresh_slice)
+		return;
+	bool was_free = l == arg || (c->slot[l].vcpu < 0 && sched_core_slot_usable(c, l));
+	if (!was_free)
+		return;
+	w->chances++;
+	CHECK(l == arg);
+}
+
 static void run_random(const struct run *r, int steps)
 {
 	snprintf(ctx, sizeof(ctx), "run(%s m=%d n=%d vms=%d mode=%d defer=%d seed=%" PRIu64 ")",
@@ -315,6 +353,11 @@ static void run_random(const struct run *r, int steps)
 	struct sched_core *c = mk(r->pol, r->m, r->n, r->nvms, vm_of, r->defer, SCHED_SPIN_ALL, &f);
 	f.rng = r->seed * 2654435761u + 1;
 	uint64_t now = 0, runnable_since[MAXV] = { 0 };
+	struct sticky_watch sw = { .c = c };
+	for (int v = 0; v < MAXV; v++)
+		sw.last[v] = v < r->n && c->v[v].state == SCHED_ST_RUNNING ? c->v[v].slot : -1;
+	c->trace = sticky_trace;
+	c->trace_ctx = &sw;
 	/* Round robin needs one round; boosts of vCPUs forced out inside a lock
 	 * region (deferral) may add at most one more. */
 	uint64_t bound = (uint64_t)(r->n + r->nvms + 2) * (r->defer ? 2 : 1) *
@@ -382,6 +425,13 @@ static void run_random(const struct run *r, int steps)
 	}
 	if (c->deadlock)
 		CHECK(f.wake_all == -EDEADLK);
+	sticky_chances_all += sw.chances;
+	for (int v = 0; v < r->n; v++) {
+		/* the core's counters agree with what the test saw */
+		sticky_grants_all += (long)c->v[v].st.sticky_grants;
+		CHECK(c->v[v].st.sticky_grants == sw.same[v]);
+		CHECK(c->v[v].st.slot_moves == sw.moved[v]);
+	}
 	sched_core_destroy(c);
 	ctx[0] = 0;
 }
@@ -407,6 +457,8 @@ static void run_random_all(void)
 							CASE(run_random(&r, 4000));
 						}
 					}
+	/* The check above was not vacuous: slots were free to come back to. */
+	CHECK(sticky_chances_all > 1000 && sticky_grants_all >= sticky_chances_all);
 }
 
 /* ---- fixed scenarios ---- */
@@ -746,6 +798,87 @@ static void case_gang(void)
 	sched_core_destroy(c);
 }
 
+/* Two slots freed at once, and the queue head's last slot is the second:
+ * it goes back there, the next one takes what is left. */
+static void case_sticky(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 2, 3, 1, NULL, false, 0, &f);
+	CHECK(c->slot[0].vcpu == 0 && c->slot[1].vcpu == 1);
+	CHECK(sched_core_wait(c, 0, SCHED_NO_TIMEOUT, 0) == 1);
+	drain(c, &f, 0);
+	CHECK(c->slot[0].vcpu == 2); /* never ran: nothing to come back to */
+	CHECK(sched_core_wait(c, 1, 50 * US, 10 * US) == 1);
+	drain(c, &f, 10 * US);
+	CHECK(c->slot[1].vcpu < 0);
+	sched_core_kick(c, -1, 0, 20 * US); /* its slot 0 is held: moves */
+	drain(c, &f, 20 * US);
+	CHECK(c->slot[1].vcpu == 0 && c->v[0].st.slot_moves == 1);
+	/* v0 (last: 1), v1 (last: 1), v2 (last: 0) all time out at 60 us. */
+	CHECK(sched_core_wait(c, 0, 40 * US, 20 * US) == 1);
+	drain(c, &f, 20 * US);
+	CHECK(sched_core_wait(c, 2, 30 * US, 30 * US) == 1);
+	drain(c, &f, 30 * US);
+	CHECK(c->nrunning == 0);
+	sched_core_tick(c, 60 * US);
+	drain(c, &f, 60 * US);
+	/* queue order is kept: v0 and v1 run, v2 waits. Without stickiness v0
+	 * would have taken slot 0, the first one on offer. */
+	CHECK(c->slot[1].vcpu == 0 && c->v[0].st.sticky_grants == 1);
+	CHECK(c->slot[0].vcpu == 1 && c->v[1].st.slot_moves == 1);
+	CHECK(c->v[2].state == SCHED_ST_RUNNABLE && c->qhead == 2);
+	CHECK(f.grants[0] == 1 && f.grant_slot[0] == 1 && f.grant_slot[1] == 0);
+	CHECK(sched_core_check(c) == NULL);
+	sched_core_destroy(c);
+
+	/* A pick whose own slot is taken leaves the free slot a queued vCPU
+	 * last held to that one: v0 (last: 0, held by v3) and v1 (last: 1)
+	 * time out together with slots 1 and 2 free. */
+	c = mk("none", 3, 4, 1, NULL, false, 0, &f);
+	CHECK(sched_core_wait(c, 0, 99 * US, 1 * US) == 1);
+	drain(c, &f, 1 * US);
+	CHECK(c->slot[0].vcpu == 3);
+	CHECK(sched_core_wait(c, 1, 98 * US, 2 * US) == 1);
+	drain(c, &f, 2 * US);
+	sched_core_done(c, 2, 3 * US);
+	drain(c, &f, 3 * US);
+	sched_core_tick(c, 100 * US);
+	drain(c, &f, 100 * US);
+	CHECK(c->slot[2].vcpu == 0 && c->slot[1].vcpu == 1);
+	CHECK(c->v[1].st.sticky_grants == 1 && c->v[0].st.slot_moves == 1);
+	sched_core_destroy(c);
+
+	/* gang chooses who, never where: each set starts on the slots its
+	 * vCPUs last held, though they leave in the other order each time. */
+	int vm_of[4] = { 0, 0, 1, 1 };
+	c = mk("gang", 2, 4, 2, vm_of, false, 0, &f);
+	uint64_t now = 0;
+	int where[4] = { 0, 1, -1, -1 }, back = 0;
+	for (int round = 0; round < 6; round++) {
+		now += c->slice_ns;
+		sched_core_tick(c, now);
+		drain(c, &f, now);
+		for (int s = 1; s >= 0; s--) {
+			int v = c->slot[s].vcpu;
+			CHECK(v >= 0 && f.force[v]);
+			if (v < 0)
+				continue;
+			sched_core_yield(c, v, now);
+			drain(c, &f, now);
+			for (int u = 0; u < 4; u++) {
+				if (!f.grants[u])
+					continue;
+				CHECK(where[u] < 0 || where[u] == f.grant_slot[u]);
+				back += where[u] >= 0;
+				where[u] = f.grant_slot[u];
+			}
+		}
+		CHECK(sched_core_check(c) == NULL && c->nrunning == 2);
+	}
+	CHECK(back == 10); /* rounds 1..5, two vCPUs each */
+	sched_core_destroy(c);
+}
+
 static void case_hist(void)
 {
 	struct sched_hist h = { 0 };
@@ -770,6 +903,7 @@ static void run_cases(void)
 	CASE(case_spin_while_queued());
 	CASE(case_hint_spin());
 	CASE(case_gang());
+	CASE(case_sticky());
 	CASE(case_hist());
 }
 

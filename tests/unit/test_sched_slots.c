@@ -20,6 +20,7 @@
 #define MAXS 4
 
 static long tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks;
+static long tot_sticky_chances;
 
 struct fake {
 	struct sched_hint h[MAXV];
@@ -36,6 +37,12 @@ struct fake {
 	int ntrace_policy, last_policy_arg;
 	bool blocked[MAXV];     /* "halted in the host kernel" (parking) */
 	uint64_t rng;
+	/* stickiness, from the traces: each vCPU's last slot, forgotten when
+	 * that slot goes offline (a seat may come back on another CPU) */
+	const struct sched_core *c;
+	int last[MAXV];
+	bool ran[MAXV];
+	uint64_t same[MAXV], moved[MAXV];
 };
 
 static uint64_t rnd(struct fake *f)
@@ -68,6 +75,25 @@ static void fake_trace(void *p, enum sched_trace_ev ev, int v, int arg, uint64_t
 	}
 	if (ev == SCHED_TR_SLOT_ON || ev == SCHED_TR_SLOT_OFF)
 		CHECK(v == -1 && arg >= 0 && arg < MAXS);
+	for (int u = 0; ev == SCHED_TR_SLOT_OFF && u < MAXV; u++)
+		if (f->last[u] == arg)
+			f->last[u] = -1;
+	if (ev != SCHED_TR_GRANT)
+		return;
+	/* A new slice granted while the vCPU's last slot is free and online
+	 * goes there; a hand-off passes the giver's slot. */
+	const struct sched_core *c = f->c;
+	int l = f->last[v];
+	f->same[v] += l == arg;
+	f->moved[v] += f->ran[v] && l != arg;
+	f->last[v] = arg;
+	f->ran[v] = true;
+	if (l < 0 || !c->v[v].fresh_slice)
+		return;
+	if (l == arg || (c->slot[l].vcpu < 0 && sched_core_slot_usable(c, l))) {
+		tot_sticky_chances++;
+		CHECK(l == arg);
+	}
 }
 
 /* Execute and clear the actions, as sched.c would. */
@@ -140,7 +166,7 @@ static struct sched_core *mk(const char *pol, int m, int n, int nvms, bool defer
 	f->rng = 88172645463325252ull;
 	f->demand = -1;
 	for (int v = 0; v < MAXV; v++)
-		f->h[v].waiting_for = -1;
+		f->h[v].waiting_for = f->last[v] = -1;
 	int vm_of[MAXV];
 	for (int v = 0; v < n; v++)
 		vm_of[v] = v % nvms;
@@ -156,6 +182,7 @@ static struct sched_core *mk(const char *pol, int m, int n, int nvms, bool defer
 		printf("create: %s\n", why);
 		exit(1);
 	}
+	f->c = c;
 	sched_core_start(c, 0);
 	drain(c, f, 0);
 	return c;
@@ -548,6 +575,32 @@ static void vcpu_event(struct sched_core *c, struct fake *f, const struct run *r
 	drain(c, f, now);
 }
 
+/* A seat that went offline may come back on another host CPU: nobody is
+ * warm there, so its old holder gets no sticky grant on it. */
+static void case_sticky_seat(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 2, 1, 1, false, true, &f);
+	online(c, &f, 0, 0);
+	online(c, &f, 1, 0);
+	CHECK(c->slot[0].vcpu == 0);
+	CHECK(sched_core_wait(c, 0, MS /* not a deadlock */, 10 * US) == 1);
+	drain(c, &f, 10 * US);
+	sched_core_kick(c, -1, 0, 20 * US);
+	drain(c, &f, 20 * US);
+	CHECK(c->slot[0].vcpu == 0 && c->v[0].st.sticky_grants == 1);
+	CHECK(sched_core_wait(c, 0, MS, 30 * US) == 1);
+	drain(c, &f, 30 * US);
+	offline(c, &f, 0, 40 * US);
+	online(c, &f, 0, 50 * US);
+	sched_core_kick(c, -1, 0, 60 * US);
+	drain(c, &f, 60 * US);
+	CHECK(c->slot[0].vcpu == 0); /* first on offer, not warm */
+	CHECK(c->v[0].st.sticky_grants == 1 && c->v[0].st.slot_moves == 1);
+	check_invariants(c, &f, 60 * US);
+	sched_core_destroy(c);
+}
+
 static void run_random(const struct run *r, int steps)
 {
 	snprintf(ctx, sizeof(ctx), "run(%s m=%d n=%d vms=%d sleepers=%d defer=%d off=%d seed=%" PRIu64 ")",
@@ -612,6 +665,10 @@ static void run_random(const struct run *r, int steps)
 		check_invariants(c, &f, now);
 		tot_events++;
 	}
+	for (int v = 0; v < r->n; v++) {
+		CHECK(c->v[v].st.sticky_grants == f.same[v]);
+		CHECK(c->v[v].st.slot_moves == f.moved[v]);
+	}
 	sched_core_destroy(c);
 	ctx[0] = 0;
 }
@@ -642,9 +699,11 @@ int main(void)
 	CASE(case_handoff_on_going_off());
 	CASE(case_demand());
 	CASE(case_set_policy());
+	CASE(case_sticky_seat());
 	run_random_all();
-	fprintf(stderr, "random runs: %ld events, %ld grants, %ld slots gone offline, %ld demands, %ld policy switches, %ld parks\n",
-		tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks);
+	CHECK(tot_sticky_chances > 1000);
+	fprintf(stderr, "random runs: %ld events, %ld grants, %ld slots gone offline, %ld demands, %ld policy switches, %ld parks, %ld grants with the last slot free\n",
+		tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks, tot_sticky_chances);
 	fprintf(stderr, "%ld invariant checks passed, %ld failed\n", n_pass, n_fail);
 	printf("%ld passed, %ld failed\n", cases_pass, cases_fail);
 	return n_fail != 0;

@@ -50,6 +50,8 @@ static void add_stats(struct sched_vcpu_stats *t, const struct sched_vcpu_stats 
 	t->spins_queued_kept += x->spins_queued_kept;
 	t->kernel_halts += x->kernel_halts;
 	t->unslotted_wakes += x->unslotted_wakes;
+	t->sticky_grants += x->sticky_grants;
+	t->slot_moves += x->slot_moves;
 	sched_hist_merge(&t->kick_latency, &x->kick_latency);
 }
 

@@ -163,6 +163,8 @@ static void json_sched(struct json_out *o, json_t *parent, const struct sched_vc
 	json_out_u64(o, sched, "spins_queued_kept", st->spins_queued_kept);
 	json_out_u64(o, sched, "kernel_halts", st->kernel_halts);
 	json_out_u64(o, sched, "unslotted_wakes", st->unslotted_wakes);
+	json_out_u64(o, sched, "sticky_grants", st->sticky_grants);
+	json_out_u64(o, sched, "slot_moves", st->slot_moves);
 	json_t *kick_latency_ns = json_out_obj(o, sched, "kick_latency_ns");
 	json_out_u64(o, kick_latency_ns, "count", st->kick_latency.count);
 	json_out_u64(o, kick_latency_ns, "p50", sched_hist_percentile(&st->kick_latency, 50));
