@@ -205,8 +205,9 @@ void bench_print_usage(FILE *out)
 		"usage: vmm bench [options]\n"
 		"Runs a matrix of `vmm run` configurations, each cell --reps times (repetition r of\n"
 		"every cell before r+1), and prints medians, spread and overcommit efficiency =\n"
-		"ops/s at N vCPUs on M slots / ops/s at M vCPUs on M slots, beside the --sched host\n"
-		"baseline and the same lock code as native threads. Writes CSV, JSON and SVG plots.\n"
+		"ops/s at N vCPUs on M slots / the median of every policy's runs at M vCPUs on M\n"
+		"slots (the pooled 1x), with 95%% intervals, beside the --sched host baseline and\n"
+		"the same lock code as native threads. Writes CSV, JSON and SVG plots.\n"
 		"  --preset NAME           starting matrix (default quick):\n");
 	for (unsigned i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
 		fprintf(out, "                            %-10s %s\n", presets[i].name, presets[i].help);
