@@ -202,7 +202,7 @@ def test_bench_multi_vm_cells_are_k_processes_with_one_window():
 def test_bench_bad_input():
     for args in (["--vm-mode", "threads"], ["--start-margin", "soon"], ["--reps", "0"], ["--locks", "nope"], ["--policies", "x"], ["--preset", "zzz"],
                  ["--overcommit", "0"], ["--vms", "1.5"], ["--duration", "soon"], ["--bogus"],
-                 ["--pcpus", "9999"]):
+                 ["--pcpus", "9999"], ["--slice-us", "10"], ["--defer-us", "0"], ["--slice-us", "6000,6000"]):
         r = harness.vmm_raw("bench", *args)
         assert r.rc == 2, (args, r)
         assert r.stderr.count("\n") == 1 and r.stderr.startswith("vmm bench: "), (args, r.stderr)
