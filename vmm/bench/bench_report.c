@@ -371,7 +371,10 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 	int r = fclose(f) ? -errno : 0;
 	if (r || !(f = open_in(dir, "runs.csv", path, sizeof(path))))
 		return r ? r : -errno;
-	fprintf(f, "id,rep,ok,exit_code,ops_per_s,wall_s,reason\n");
+	fprintf(f, "id,rep,ok,exit_code,ops_per_s,wall_s,reason");
+	for (int k = 0; k < BENCH_RATES; k++)
+		fprintf(f, ",%s", bench_rate_names[k]);
+	fputc('\n', f);
 	for (unsigned i = 0; i < m->n; i++)
 		for (unsigned k = 0; k < m->cells[i].nruns; k++) {
 			const struct bench_run *x = &m->cells[i].runs[k];
@@ -380,6 +383,8 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 			csv_num(f, x->wall_s);
 			fputc(',', f);
 			csv_text(f, x->ok ? "" : x->why);
+			for (int k = 0; k < BENCH_RATES; k++)
+				csv_num(f, bench_sched_rate(x->sched, (enum bench_rate)k));
 			fputc('\n', f);
 		}
 	r = fclose(f) ? -errno : 0;
