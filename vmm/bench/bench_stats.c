@@ -216,9 +216,7 @@ bool bench_stats_matrix(struct bench_matrix *m)
 	}
 	for (unsigned i = 0; i < m->n; i++) {
 		struct bench_cell *c = &m->cells[i];
-		const struct bench_cell *ref = c->ref >= 0 ? &m->cells[c->ref] : NULL;
 		const struct bench_cell *nat = c->native_ref >= 0 ? &m->cells[c->native_ref] : NULL;
-		(void)ref;
 		pooled_eff(m, c);
 		c->of_native = nat && !nat->failed && !c->failed ? bench_ratio(c->median, nat->median) : NAN;
 		c->vs_one_vm = vs(m, c, c->one_vm_ref);
