@@ -214,6 +214,25 @@ static void test_slice_defer_args_and_keys(void)
 	bench_matrix_free(&m);
 }
 
+/* A domain cell at another slice still compares with the host's processes. */
+static void test_multi_vm_refs_across_slices(void)
+{
+	struct bench_opts o;
+	struct bench_matrix m;
+	char *argv[] = { "bench", "--locks", "tas", "--policies", "pv", "--overcommit", "2", "--vms", "2",
+			 "--pcpus", "1", "--slice-us", "3000", "--no-native", NULL };
+	matrix(&o, &m, 14, argv);
+	int dom = find(&m, "vm:lockbench:tas:pv:domain:2x2:p1:t4096:s3000");
+	int procs = find(&m, "vm:lockbench:tas:host:host-procs:2x2:p1:t4096");
+	int one = find(&m, "vm:lockbench:tas:pv:process:1x2:p1:t4096:s3000");
+	CHECK(dom >= 0 && procs >= 0 && one >= 0);
+	if (dom >= 0) {
+		CHECK_EQ(m.cells[dom].host_procs_ref, procs);
+		CHECK_EQ(m.cells[dom].one_vm_ref, one);
+	}
+	bench_matrix_free(&m);
+}
+
 static void test_sched_rates(void)
 {
 	double s[BENCH_SCHED_STATS];
@@ -244,6 +263,7 @@ int main(void)
 	RUN(test_ratio_ci);
 	RUN(test_pooled_denominator);
 	RUN(test_slice_defer_args_and_keys);
+	RUN(test_multi_vm_refs_across_slices);
 	RUN(test_sched_rates);
 	return check_summary();
 }

@@ -123,6 +123,8 @@ static int link_multi_vm(struct bench_matrix *m)
 		c->process_ref = find(m, &p);
 		p.policy = BENCH_POLICY_HOST;
 		p.mode = BENCH_MODE_HOST_PROCS;
+		p.slice_us = BENCH_SLICE_US_DEFAULT; /* the host takes neither */
+		p.defer_us = BENCH_DEFER_US_DEFAULT;
 		c->host_procs_ref = find(m, &p);
 	}
 	return 0;
