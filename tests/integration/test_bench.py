@@ -10,6 +10,7 @@ import statistics
 import subprocess
 import tempfile
 
+import bench_stats_ref
 import harness
 
 TINY = ["--locks", "tas", "--policies", "host,pv", "--overcommit", "1,2",
@@ -65,8 +66,19 @@ def test_bench_tiny_matrix():
             assert c["min_ops_per_s"] == min(raw) and c["max_ops_per_s"] == max(raw), c
             ref = by_id[c["ref_id"]]
             assert ref["vcpus_total"] == pc and ref["vms"] == 1 and ref["policy"] == c["policy"], (c, ref)
-            eff = c["median_ops_per_s"] / ref["median_ops_per_s"]
+            # the denominator: every policy's 1x runs pooled (3 reps: no intervals)
+            pool = [by_id[i] for i in c["ref_ids"]]
+            assert c["ref_id"] in c["ref_ids"] and all(p["vcpus_total"] == pc for p in pool), c
+            if c["kind"] == "vm":
+                assert {p["policy"] for p in pool} == {"host", "pv"}, pool
+            eff = c["median_ops_per_s"] / bench_stats_ref.median(
+                [v for p in pool for v in bench_stats_ref.ok_runs(p)])
             assert abs(c["efficiency"] - eff) <= 1e-6 * eff, (c["efficiency"], eff)
+            assert c["eff_lo"] is None and c["median_lo"] is None, c
+            if c["kind"] == "vm" and c["policy"] != "host":
+                assert all(r["sched"]["window_s"] > 0 for r in c["runs"]), c["runs"]
+                if c["overcommit"] == 2:  # slices end, the loop wakes for them
+                    assert c["sched"]["loop_ticks"] > 0 and c["sched"]["switches_per_s"] > 0, c["sched"]
             raw_csv = [float(r["ops_per_s"]) for r in runs if int(r["id"]) == c["id"]]
             assert sorted(raw_csv) == sorted(raw), (raw_csv, raw)
         svg = os.path.join(d, "overcommit.svg")
@@ -190,7 +202,7 @@ def test_bench_multi_vm_cells_are_k_processes_with_one_window():
 def test_bench_bad_input():
     for args in (["--vm-mode", "threads"], ["--start-margin", "soon"], ["--reps", "0"], ["--locks", "nope"], ["--policies", "x"], ["--preset", "zzz"],
                  ["--overcommit", "0"], ["--vms", "1.5"], ["--duration", "soon"], ["--bogus"],
-                 ["--pcpus", "9999"]):
+                 ["--pcpus", "9999"], ["--slice-us", "10"], ["--defer-us", "0"], ["--slice-us", "6000,6000"]):
         r = harness.vmm_raw("bench", *args)
         assert r.rc == 2, (args, r)
         assert r.stderr.count("\n") == 1 and r.stderr.startswith("vmm bench: "), (args, r.stderr)

@@ -2,12 +2,14 @@
 makes every unit a deterministic made-up result of (cell key, rep), so a
 full run and 4 shards merged must agree exactly, and the merge's checks
 (missing, duplicated, foreign, bad files, several hosts) can be driven."""
+import csv
 import json
 import os
 import shutil
 import subprocess
 import tempfile
 
+import bench_stats_ref
 import harness
 
 MATRIX = ["--test-synthetic", "--locks", "tas,pvticket", "--policies", "host,pv",
@@ -56,7 +58,8 @@ def read(path):
 
 
 DERIVED = ["status", "median_ops_per_s", "min_ops_per_s", "max_ops_per_s", "spread_pct",
-           "efficiency", "of_native", "jain", "vs_1vm", "vs_process", "vs_host_procs"]
+           "efficiency", "of_native", "jain", "vs_1vm", "vs_process", "vs_host_procs",
+           "median_lo", "median_hi", "eff_lo", "eff_hi", "pooled_1x_ops_per_s", "ref_ids", "sched"]
 
 
 def test_shards_merge_equal_full_run():
@@ -247,3 +250,83 @@ def test_cells_runs_every_rep_of_those():
         assert sorted({u[0] for u in s["shard"]["units"]}) == [0, 3, 4]
         for c in s["cells"]:
             assert len(c["runs"]) == (3 if c["id"] in (0, 3, 4) else 0), c
+
+
+# Two slice lengths and two co-scheduler policies (host joins by itself), 5 reps:
+# enough for every interval.
+DIMS = ["--test-synthetic", "--locks", "tas", "--policies", "pv,none", "--slice-us", "3000,6000",
+        "--overcommit", "1,2", "--reps", "5", "--pcpus", "2", "--duration", "100ms", "--no-plot",
+        "--no-micro"]
+
+
+def test_dimensions_pooled_1x_and_intervals_merge():
+    with Tmp() as t:
+        listed = bench(*DIMS, "--list-cells").stdout
+        # vmm run's default slice keeps the key it always had; 3 ms is marked
+        assert "vm:lockbench:tas:pv:process:1x2:p2:t4096\t" in listed, listed
+        assert "vm:lockbench:tas:pv:process:1x2:p2:t4096:s3000\t" in listed, listed
+        assert ":d" not in listed and "host:process:1x2:p2:t4096:s" not in listed, listed
+        full = load(t.run("full", matrix=DIMS))
+        s = t.shards(3, matrix=DIMS)
+        assert merge(t.p("a"), *s).returncode == 0
+        assert merge(t.p("b"), *reversed(s)).returncode == 0
+        assert merge(t.p("c"), t.p("a")).returncode == 0
+        assert read(t.p("a", "results.json")) == read(t.p("b", "results.json")) == \
+            read(t.p("c", "results.json"))
+        for name in ("results.csv", "runs.csv"):
+            assert read(t.p("full", name)) == read(t.p("a", name)), name
+        m = load(t.p("a"))
+        assert m["config"]["slice_us"] == [3000, 6000] and m["config"]["defer_us"] == [200]
+        assert [dict(c, runs=None) for c in m["cells"]] == [dict(c, runs=None) for c in full["cells"]]
+        vm = [c for c in m["cells"] if c["kind"] == "vm"]
+        assert {(c["policy"], c["slice_us"]) for c in vm} == \
+            {("host", 6000), ("pv", 3000), ("pv", 6000), ("none", 3000), ("none", 6000)}, vm
+        ones = sorted(c["id"] for c in vm if c["vcpus_total"] == 2)
+        assert len(ones) == 5, ones
+        for c in m["cells"]:
+            assert c["status"] == "ok" and len(c["runs"]) == 5, c
+            if c["kind"] == "vm":
+                # every policy's and slice's 1x, not only the cell's own policy
+                assert c["ref_ids"] == ones, (c["id"], c["ref_ids"])
+                assert c["ref_id"] in ones and m["cells"][c["ref_id"]]["policy"] == c["policy"]
+            else:
+                assert c["ref_ids"] == [c["ref_id"]], c
+            bench_stats_ref.check_cell(m, c)
+            if c["kind"] == "vm" and c["overcommit"] == 2:
+                assert c["eff_lo"] <= c["efficiency"] <= c["eff_hi"], c
+        # the scheduler's statistics: per run, their medians, and the rates
+        for c in vm:
+            runs = [r["sched"] for r in c["runs"]]
+            for k in ("preemptions", "yields_given", "deferrals", "loop_ticks", "window_s"):
+                assert c["sched"][k] == bench_stats_ref.median([r[k] for r in runs]), (c["id"], k)
+            sw = [(r["preemptions"] + r["yields_given"]) / r["window_s"] for r in runs]
+            assert c["sched"]["switches_per_s"] == bench_stats_ref.median(sw), c["id"]
+        by = {(c["policy"], c["slice_us"], c["overcommit"]): c for c in vm}
+        # shorter slices switch more (what the synthetic counts model)
+        assert by[("pv", 3000, 2)]["sched"]["switches_per_s"] > by[("pv", 6000, 2)]["sched"]["switches_per_s"]
+        with open(t.p("a", "results.csv")) as f:
+            rows = list(csv.DictReader(f))
+        for row, c in zip(rows, m["cells"]):
+            assert int(row["slice_us"]) == c["slice_us"] and int(row["defer_us"]) == c["defer_us"]
+            assert row["ref_ids"] == ";".join(str(i) for i in c["ref_ids"]), row
+            for k in ("median_lo", "median_hi", "eff_lo", "eff_hi"):
+                assert float(row[k]) == c[k], (k, row[k], c[k])
+            if c["kind"] == "vm":
+                assert float(row["switches_per_s"]) == c["sched"]["switches_per_s"]
+                assert float(row["loop_wakeups_per_s"]) == c["sched"]["loop_wakeups_per_s"]
+
+
+def test_intervals_null_below_five_reps():
+    with Tmp() as t:
+        few = [a if a != "5" else "4" for a in DIMS]
+        m = load(t.run("few", matrix=few))
+        for c in m["cells"]:
+            assert c["median_lo"] is None and c["eff_lo"] is None and c["eff_hi"] is None, c
+            assert c["efficiency"] is not None, c
+
+
+def test_bad_slice_and_defer():
+    for bad in (["--slice-us", "10"], ["--slice-us", "3000,3000"], ["--defer-us", "0"],
+                ["--defer-us", "x"]):
+        p = bench(*DIMS, *bad, "--list-cells")
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (bad, p)

@@ -45,6 +45,10 @@ static void test_cells(void)
 	cells[0].nruns = cells[1].nruns = 3;
 	cells[0].ref = cells[1].ref = 0;
 	cells[0].native_ref = cells[1].native_ref = -1;
+	/* The denominator is the pool (bench_matrix.c links it): here cell 0 alone. */
+	int pool0[2] = { 0, -1 }, pool1[2] = { 0, -1 };
+	cells[0].pool = pool0, cells[0].used = pool0 + 1, cells[0].npool = 1;
+	cells[1].pool = pool1, cells[1].used = pool1 + 1, cells[1].npool = 1;
 	CHECK(!bench_stats_matrix(&m));
 	CHECK(NEAR(cells[0].median, 200));
 	CHECK(NEAR(cells[1].median, 50));
@@ -61,6 +65,7 @@ static void test_cells(void)
 	CHECK_EQ(cells[0].nok, 2);
 	CHECK(NEAR(cells[0].median, 150));
 	CHECK(isnan(cells[1].eff));
+	CHECK_EQ(cells[1].nused, 0); /* a failed 1x is no denominator */
 	CHECK(!cells[1].failed);
 }
 

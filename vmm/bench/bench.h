@@ -23,6 +23,11 @@
 #define BENCH_MAX_LIST 16
 #define BENCH_MAX_CELLS 2048
 #define BENCH_HELP 1
+#define BENCH_DEFAULT_REPS 5
+/* vmm run's own defaults (vmm/cli/options.c): a cell at these keeps the key it had
+ * before slices and deferral bounds were dimensions. */
+#define BENCH_SLICE_US_DEFAULT 6000
+#define BENCH_DEFER_US_DEFAULT 200
 
 /* The pseudo policy for the baseline every other VMM uses: --sched host. */
 #define BENCH_POLICY_HOST "host"
@@ -62,6 +67,7 @@ struct bench_opts {
 	struct bench_nums overcommit; /* vCPUs per slot in each VM */
 	struct bench_nums vms;
 	struct bench_nums thresholds;
+	struct bench_nums slices, defers; /* --slice-us, --defer-us: co-scheduler cells only */
 	const char *out_dir;
 	bool plot, native, micro;
 	bool modes[BENCH_MODES]; /* --vm-mode: which rows a K > 1 cell gets */
@@ -83,6 +89,31 @@ void bench_print_usage(FILE *out);
 
 enum bench_kind { BENCH_VM, BENCH_NATIVE };
 
+/*
+ * A run's scheduler statistics from its report (bench_sched.c): the `sched`
+ * totals and the `event_loop` wake-ups, summed over K processes, and the
+ * measured window they were counted in. NaN: the report did not have it.
+ */
+enum bench_sched_stat {
+	BENCH_SCHED_PREEMPTIONS, BENCH_SCHED_YIELDS_GIVEN, BENCH_SCHED_YIELDS_RECEIVED,
+	BENCH_SCHED_DEFERRALS, BENCH_SCHED_DEFERRALS_HARD, BENCH_SCHED_SPINS_QUEUED_KEPT,
+	BENCH_SCHED_SPIN_EVENTS, BENCH_SCHED_WAITS, BENCH_SCHED_KICKS_SENT, BENCH_SCHED_KICKS_RECEIVED,
+	BENCH_SCHED_KERNEL_HALTS, BENCH_SCHED_UNSLOTTED_WAKES, BENCH_SCHED_LOOP_TICKS,
+	BENCH_SCHED_LOOP_TICKS_EARLY, BENCH_SCHED_LOOP_TIMER_SETS, BENCH_SCHED_WINDOW_S,
+	BENCH_SCHED_STATS
+};
+/* results.json keys, in this order */
+extern const char *const bench_sched_names[BENCH_SCHED_STATS];
+/* Per-second rates the CSV carries: per run, then the median over runs. */
+enum bench_rate { BENCH_RATE_SWITCHES, BENCH_RATE_LOOP_WAKEUPS, BENCH_RATE_DEFERRALS, BENCH_RATES };
+extern const char *const bench_rate_names[BENCH_RATES];
+struct bench_json;
+void bench_sched_clear(double *s);
+/* Adds report j's statistics into s (a clear s is all NaN: the first report sets). */
+void bench_sched_add(const struct bench_json *j, double *s);
+/* The rate of one run; NaN when a count or the window is unknown. */
+double bench_sched_rate(const double *s, enum bench_rate r);
+
 struct bench_run {
 	unsigned rep;    /* the global repetition: shards and merges keep it */
 	bool ok;
@@ -97,6 +128,7 @@ struct bench_run {
 	double start_spread_ms, max_late_ms; /* NaN when not K processes */
 	bool unready;        /* a VM was not made by the instant (its report's start_wait_ns is 0) */
 	uint64_t min_grants; /* DOMAIN: the fewest grants any member got */
+	double sched[BENCH_SCHED_STATS]; /* NaN: unknown */
 };
 
 struct bench_cell {
@@ -105,6 +137,7 @@ struct bench_cell {
 	const char *workload, *lock, *policy;
 	enum bench_mode mode;
 	uint32_t spin_threshold;
+	uint32_t slice_us, defer_us; /* host and native cells: the defaults (they take neither) */
 	unsigned vms, vcpus; /* vCPUs per VM; native: threads */
 	unsigned pcpus;
 	double overcommit;   /* all vCPUs (or threads) / pcpus */
@@ -114,6 +147,11 @@ struct bench_cell {
 	int one_vm_ref;      /* K > 1: 1 VM of the same vCPUs, lock, policy on the same slots */
 	int process_ref;     /* DOMAIN: the same cell as one process (--vms K); -1 none */
 	int host_procs_ref;  /* DOMAIN: the same K VMs as host-scheduled processes; -1 none */
+	/* The efficiency's denominator: every policy's (and slice's) 1x cell of the
+	 * same workload, lock and threshold (a native cell: its bound). pool[npool]
+	 * are the candidates, used[nused] those that did not fail (malloc'd, one block). */
+	int *pool, *used;
+	unsigned npool, nused;
 
 	unsigned nruns;
 	struct bench_run runs[BENCH_MAX_REPS];
@@ -122,7 +160,12 @@ struct bench_cell {
 	/* bench_stats_cell */
 	unsigned nok;
 	double median, min, max, spread_pct;
-	double eff;       /* median / median of ref; NaN when unknown */
+	double median_lo, median_hi, median_level; /* order-statistic CI; NaN below 5 runs */
+	double pooled_1x; /* median of every ok run of the used pool cells */
+	double eff;       /* median / pooled_1x; NaN when unknown */
+	double eff_lo, eff_hi; /* bootstrap percentile interval (bench_ci.c); NaN below 5 runs */
+	double sched_median[BENCH_SCHED_STATS]; /* per statistic, over ok runs */
+	double rate[BENCH_RATES];
 	double of_native; /* median / native bound; NaN when unknown */
 	bool failed;
 	int fail_exit;
@@ -158,6 +201,25 @@ double bench_ratio(double num, double den);
  * one gets everything; NaN when n is 0, any x is unknown or negative, or all are 0. */
 double bench_jain(const double *v, unsigned n);
 void bench_stats_cell(struct bench_cell *c);
+
+/* Confidence intervals (bench_ci.c). */
+#define BENCH_CI_MIN_RUNS 5
+#define BENCH_BOOT_RESAMPLES 2000
+#define BENCH_BOOT_SEED 0x62656e6368636921ull
+/*
+ * Distribution-free CI of the median of v[n] from order statistics: the
+ * widest-needed [x(k), x(n+1-k)] whose binomial(n, 1/2) coverage is at least
+ * 95%, or [min, max] when no k reaches it (n = 5: 93.75%). *level gets the
+ * coverage. -EDOM (all NaN) below BENCH_CI_MIN_RUNS.
+ */
+int bench_median_ci(const double *v, unsigned n, double *lo, double *hi, double *level);
+/* 2.5th and 97.5th percentiles of median(num*)/median(den*) over resamples
+ * with replacement, from a fixed seed mixed with id: the same inputs in the same order
+ * give the same interval anywhere. -EDOM below BENCH_CI_MIN_RUNS on either side. */
+int bench_ratio_ci(const double *num, unsigned nn, const double *den, unsigned nd, unsigned id,
+		   double *lo, double *hi);
+/* The pool: a cell's used pool cells' ok runs, in cell then run order (malloc'd, *n). */
+double *bench_pool_runs(const struct bench_matrix *m, const struct bench_cell *c, unsigned *n);
 /* Every cell, then efficiencies against refs; true if any cell failed. */
 bool bench_stats_matrix(struct bench_matrix *m);
 

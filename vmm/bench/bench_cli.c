@@ -114,6 +114,22 @@ static int numbers(const char *opt, const char *arg, double max, bool fractions,
 	return 0;
 }
 
+/* Whole numbers in vmm run's own range for the option, each once. */
+static int numbers_from(const char *opt, const char *arg, double min, double max,
+			struct bench_nums *out, char *err, size_t errlen)
+{
+	int r = numbers(opt, arg, max, false, out, err, errlen);
+	for (unsigned i = 0; !r && i < out->n; i++) {
+		if (out->v[i] < min)
+			return parse_fail(err, errlen, "%s: '%g' is not a whole number from %g to %g", opt,
+					  out->v[i], min, max);
+		for (unsigned k = 0; k < i; k++)
+			if (out->v[k] == out->v[i])
+				return parse_fail(err, errlen, "%s: '%g' given twice", opt, out->v[i]);
+	}
+	return r;
+}
+
 static int vm_modes(const char *arg, struct bench_opts *o, char *err, size_t errlen)
 {
 	struct bench_strs s;
@@ -165,7 +181,9 @@ void bench_opts_defaults(struct bench_opts *o)
 {
 	char err[64];
 	memset(o, 0, sizeof(*o));
-	o->reps = 3;
+	o->reps = BENCH_DEFAULT_REPS;
+	o->slices = (struct bench_nums){ 1, { BENCH_SLICE_US_DEFAULT } };
+	o->defers = (struct bench_nums){ 1, { BENCH_DEFER_US_DEFAULT } };
 	o->duration_ms = 1000;
 	o->pcpus = usable_cpus();
 	o->cs_cycles = 1000;
@@ -187,13 +205,15 @@ void bench_print_usage(FILE *out)
 		"usage: vmm bench [options]\n"
 		"Runs a matrix of `vmm run` configurations, each cell --reps times (repetition r of\n"
 		"every cell before r+1), and prints medians, spread and overcommit efficiency =\n"
-		"ops/s at N vCPUs on M slots / ops/s at M vCPUs on M slots, beside the --sched host\n"
-		"baseline and the same lock code as native threads. Writes CSV, JSON and SVG plots.\n"
+		"ops/s at N vCPUs on M slots / the median of every policy's runs at M vCPUs on M\n"
+		"slots (the pooled 1x), with 95%% intervals, beside the --sched host baseline and\n"
+		"the same lock code as native threads. Writes CSV, JSON and SVG plots.\n"
 		"  --preset NAME           starting matrix (default quick):\n");
 	for (unsigned i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
 		fprintf(out, "                            %-10s %s\n", presets[i].name, presets[i].help);
 	fprintf(out,
-		"  --reps N                runs per cell; the median is reported (default 3)\n"
+		"  --reps N                runs per cell; the median is reported, with a 95%% interval\n"
+		"                          from 5 runs on (default 5)\n"
 		"  --duration T            measured time of each run: 1s, 500ms (default 1s)\n"
 		"  --pcpus M               physical CPU slots (default: every CPU this process may use;\n"
 		"                          a fleet run gives it, so every host runs the same matrix)\n"
@@ -203,6 +223,9 @@ void bench_print_usage(FILE *out)
 		"  --overcommit LIST       vCPUs per slot in each VM, e.g. 1,2,4 (1x is always included)\n"
 		"  --vms LIST              VMs sharing the slots, e.g. 1,2,4\n"
 		"  --spin-thresholds LIST  spins before a PV lock waits, e.g. 2k,4k,8k (PV locks only)\n"
+		"  --slice-us LIST         co-scheduler time slices in us, e.g. 3000,6000,12000 (default\n"
+		"                          6000, vmm run's; not for --sched host)\n"
+		"  --defer-us LIST         bounds on a safe-point deferral in us (default 200, vmm run's)\n"
 		"  --vm-mode LIST          how cells with several VMs run them (default all three):\n"
 		"                            domain     one `vmm run --domain` process per VM, one agent\n"
 		"                            process    one `vmm run --vms K` process\n"
@@ -232,7 +255,7 @@ enum {
 	OPT_PRESET = 256, OPT_REPS, OPT_DURATION, OPT_PCPUS, OPT_WORKLOADS, OPT_LOCKS,
 	OPT_POLICIES, OPT_OVERCOMMIT, OPT_VMS, OPT_THRESHOLDS, OPT_CS, OPT_WORK, OPT_OUT,
 	OPT_NO_PLOT, OPT_NO_NATIVE, OPT_NO_MICRO, OPT_TEST_FAIL, OPT_VM_MODE, OPT_START_MARGIN,
-	OPT_LIST_CELLS, OPT_SHARD, OPT_CELLS, OPT_TEST_SYNTH,
+	OPT_LIST_CELLS, OPT_SHARD, OPT_CELLS, OPT_TEST_SYNTH, OPT_SLICES, OPT_DEFERS,
 };
 
 static const struct option bench_long[] = {
@@ -246,6 +269,8 @@ static const struct option bench_long[] = {
 	{ "overcommit", required_argument, 0, OPT_OVERCOMMIT },
 	{ "vms", required_argument, 0, OPT_VMS },
 	{ "spin-thresholds", required_argument, 0, OPT_THRESHOLDS },
+	{ "slice-us", required_argument, 0, OPT_SLICES },
+	{ "defer-us", required_argument, 0, OPT_DEFERS },
 	{ "cs-cycles", required_argument, 0, OPT_CS },
 	{ "work-cycles", required_argument, 0, OPT_WORK },
 	{ "out", required_argument, 0, OPT_OUT },
@@ -365,6 +390,12 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 			break;
 		case OPT_THRESHOLDS:
 			r = numbers("--spin-thresholds", optarg, 1u << 30, false, &o->thresholds, err, errlen);
+			break;
+		case OPT_SLICES:
+			r = numbers_from("--slice-us", optarg, 50, 10000000, &o->slices, err, errlen);
+			break;
+		case OPT_DEFERS:
+			r = numbers_from("--defer-us", optarg, 1, 1000000, &o->defers, err, errlen);
 			break;
 		case OPT_CS:
 			r = whole("--cs-cycles", optarg, 0, UINT32_MAX, &v, err, errlen);

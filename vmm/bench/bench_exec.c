@@ -223,12 +223,21 @@ unsigned bench_run_args(const struct bench_opts *o, const struct bench_cell *c, 
 	args[n++] = NUM("%u", o->cs_cycles);
 	args[n++] = "--work-cycles";
 	args[n++] = NUM("%u", o->work_cycles);
-#undef NUM
 	args[n++] = host ? "--sched" : "--yield";
 	args[n++] = host ? "host" : c->policy;
+	/* Only where given: a default cell's command line stays what it was. */
+	if (!host && c->slice_us != BENCH_SLICE_US_DEFAULT) {
+		args[n++] = "--slice-us";
+		args[n++] = NUM("%u", c->slice_us);
+	}
+	if (!host && c->defer_us != BENCH_DEFER_US_DEFAULT) {
+		args[n++] = "--defer-us";
+		args[n++] = NUM("%u", c->defer_us);
+	}
 	/* The PV shootdown is a policy of its own in the gang experiment. */
 	args[n++] = "--pv-shootdown";
 	args[n++] = !strcmp(c->policy, "pv") ? "on" : "off";
+#undef NUM
 	if ((int)c->id == o->test_fail_cell) {
 		args[n++] = "--lock";
 		args[n++] = "no-such-lock";
@@ -295,6 +304,7 @@ void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, cons
 	memset(out, 0, sizeof(*out));
 	out->ops_per_s = NAN;
 	out->rep = rep;
+	bench_sched_clear(out->sched);
 	if (!alloc_vms(c, out))
 		return;
 	if (o->test_synthetic) {
@@ -326,6 +336,10 @@ void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, cons
 		unlink(json);
 		return;
 	}
-	bench_read_report(json, out, out->vm_ops, c->vms > 1 ? c->vms : 0, NULL);
+	struct bench_json j;
+	bench_read_report(json, out, out->vm_ops, c->vms > 1 ? c->vms : 0, &j);
+	if (j.root)
+		bench_sched_add(&j, out->sched);
+	bench_json_free(&j);
 	unlink(json);
 }

@@ -293,6 +293,17 @@ int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char
 		argv[argc++] = whole[i][1];
 		argv[argc++] = nums[i];
 	}
+	/* Absent from files of before these were dimensions: vmm run's defaults. */
+	static const char *const dims[][2] = { { "slice_us", "--slice-us" }, { "defer_us", "--defer-us" } };
+	char dvals[2][1024];
+	for (unsigned i = 0; i < 2; i++) {
+		if (!json_object_get(cfg, dims[i][0]))
+			continue;
+		if ((r = join(&x, cfg, dims[i][0], false, dvals[i], sizeof(dvals[i]))))
+			return r;
+		argv[argc++] = dims[i][1];
+		argv[argc++] = dvals[i];
+	}
 	if ((r = get_bool(&x, cfg, "native", "config.native", &b)))
 		return r;
 	if (!b)
@@ -323,6 +334,27 @@ int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char
 	return 0;
 }
 
+/* A run's "sched": absent (a native run, or an older file) is all unknown;
+ * present, every statistic is a non-negative number or null. */
+static int load_sched(const struct ctx *x, json_t *st, const char *field, double *out)
+{
+	bench_sched_clear(out);
+	if (!st)
+		return 0;
+	if (!json_is_object(st))
+		return bad(x, field, "not an object");
+	for (int k = 0; k < BENCH_SCHED_STATS; k++) {
+		char f2[192];
+		snprintf(f2, sizeof(f2), "%s.%s", field, bench_sched_names[k]);
+		int r = get_num(x, st, bench_sched_names[k], f2, &out[k]);
+		if (r)
+			return r;
+		if (out[k] < 0 || isinf(out[k]))
+			return bad(x, f2, "negative or infinite");
+	}
+	return 0;
+}
+
 static int load_run(const struct ctx *x, json_t *j, const struct bench_cell *c, const char *field,
 		    struct bench_run *out)
 {
@@ -340,6 +372,8 @@ static int load_run(const struct ctx *x, json_t *j, const struct bench_cell *c, 
 	    (r = get_num(x, j, "wall_s", F("wall_s"), &out->wall_s)))
 		return r;
 	if (!out->ok && (r = get_str(x, j, "reason", F("reason"), out->why, sizeof(out->why))))
+		return r;
+	if ((r = load_sched(x, json_object_get(j, "sched"), F("sched"), out->sched)))
 		return r;
 	out->start_spread_ms = out->max_late_ms = NAN;
 	if (!vms)

@@ -28,6 +28,7 @@ static int find(const struct bench_matrix *m, const struct bench_cell *p)
 		const struct bench_cell *c = &m->cells[i];
 		if (c->kind == p->kind && !strcmp(c->workload, p->workload) && !strcmp(c->lock, p->lock) &&
 		    !strcmp(c->policy, p->policy) && c->spin_threshold == p->spin_threshold &&
+		    c->slice_us == p->slice_us && c->defer_us == p->defer_us &&
 		    c->vms == p->vms && c->vcpus == p->vcpus && c->mode == p->mode)
 			return (int)i;
 	}
@@ -122,6 +123,8 @@ static int link_multi_vm(struct bench_matrix *m)
 		c->process_ref = find(m, &p);
 		p.policy = BENCH_POLICY_HOST;
 		p.mode = BENCH_MODE_HOST_PROCS;
+		p.slice_us = BENCH_SLICE_US_DEFAULT; /* the host takes neither */
+		p.defer_us = BENCH_DEFER_US_DEFAULT;
 		c->host_procs_ref = find(m, &p);
 	}
 	return 0;
@@ -139,10 +142,17 @@ static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char
 			unsigned nthr = lock_waits(lock) || strcmp(wl, "lockbench") ? o->thresholds.n : 1;
 			for (unsigned t = 0; t < nthr; t++)
 				for (unsigned p = 0; p < np; p++) {
+					/* --sched host has neither a slice nor a deferral bound */
+					bool host = !strcmp(pol[p], BENCH_POLICY_HOST);
+					for (unsigned sd = 0; sd < (host ? 1 : o->slices.n * o->defers.n); sd++) {
 					struct bench_cell proto = {
 						.kind = BENCH_VM, .workload = wl, .lock = lock,
 						.policy = pol[p],
 						.spin_threshold = (uint32_t)o->thresholds.v[t],
+						.slice_us = host ? BENCH_SLICE_US_DEFAULT
+								 : (uint32_t)o->slices.v[sd / o->defers.n],
+						.defer_us = host ? BENCH_DEFER_US_DEFAULT
+								 : (uint32_t)o->defers.v[sd % o->defers.n],
 						.vms = 1, .vcpus = o->pcpus, .pcpus = o->pcpus,
 					};
 					int ref = add(m, &proto, true);
@@ -162,6 +172,7 @@ static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char
 									    BENCH_MAX_CELLS);
 						}
 					m->cells[ref].ref = ref;
+					}
 				}
 		}
 	}
@@ -180,6 +191,7 @@ static int add_native_cells(const struct bench_opts *o, struct bench_matrix *m)
 		struct bench_cell proto = {
 			.kind = BENCH_NATIVE, .workload = "lockbench", .lock = c->lock,
 			.policy = BENCH_POLICY_NATIVE, .spin_threshold = (uint32_t)o->thresholds.v[0],
+			.slice_us = BENCH_SLICE_US_DEFAULT, .defer_us = BENCH_DEFER_US_DEFAULT,
 			.vms = 1, .vcpus = c->vms * c->vcpus, .pcpus = c->pcpus,
 		};
 		proto.vcpus = o->pcpus;
@@ -197,6 +209,47 @@ static int add_native_cells(const struct bench_opts *o, struct bench_matrix *m)
 	return 0;
 }
 
+/* A cell at 1x: one VM, a vCPU per slot, so no vCPU ever waits for one. */
+static bool one_x(const struct bench_cell *c)
+{
+	return c->kind == BENCH_VM && c->vms == 1 && c->vcpus == c->pcpus &&
+	       c->mode == BENCH_MODE_PROCESS;
+}
+
+/*
+ * The pooled 1x denominator. At 1x every policy runs the same (there is
+ * never a second vCPU to give a slot to), and so does every slice length
+ * and deferral bound, so the efficiency of any VM cell divides by the median
+ * of all those 1x runs of its workload, lock and threshold: 5 reps of each
+ * policy pool to many runs, and no policy looks better for a lucky 1x. A
+ * native cell keeps its own bound.
+ */
+static bool pools_with(const struct bench_matrix *m, const struct bench_cell *c, unsigned k)
+{
+	const struct bench_cell *p = &m->cells[k];
+	if (c->kind == BENCH_NATIVE)
+		return (int)k == c->ref;
+	return one_x(p) && p->pcpus == c->pcpus && !strcmp(p->workload, c->workload) &&
+	       !strcmp(p->lock, c->lock) && p->spin_threshold == c->spin_threshold;
+}
+
+static int link_pools(struct bench_matrix *m)
+{
+	for (unsigned i = 0; i < m->n; i++) {
+		struct bench_cell *c = &m->cells[i];
+		unsigned n = 0;
+		for (unsigned k = 0; k < m->n; k++)
+			n += pools_with(m, c, k);
+		if (!(c->pool = calloc(2 * (size_t)n + 1, sizeof(*c->pool))))
+			return -ENOMEM;
+		c->used = c->pool + n;
+		for (unsigned k = 0; k < m->n; k++)
+			if (pools_with(m, c, k))
+				c->pool[c->npool++] = (int)k;
+	}
+	return 0;
+}
+
 int bench_matrix_build(const struct bench_opts *o, struct bench_matrix *m, char *err,
 		       size_t errlen)
 {
@@ -209,6 +262,8 @@ int bench_matrix_build(const struct bench_opts *o, struct bench_matrix *m, char 
 		r = parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
 	if (!r && o->native && add_native_cells(o, m))
 		r = parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
+	if (!r && link_pools(m))
+		r = parse_fail(err, errlen, "out of memory for the matrix");
 	if (r) {
 		bench_matrix_free(m);
 		return r;
@@ -229,6 +284,7 @@ void bench_matrix_free(struct bench_matrix *m)
 			free(c->runs[k].vm_start_ns);
 		}
 		free(c->vm_median);
+		free(c->pool);
 	}
 	free(m->cells);
 	m->cells = NULL;

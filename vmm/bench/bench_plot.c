@@ -71,7 +71,8 @@ static bool block(FILE *dat, const struct bench_matrix *m, const struct panel *p
 		const struct bench_cell *c = &m->cells[i];
 		/* K processes are in the tables, not the plots: one line per policy */
 		if (c->kind != s->kind || strcmp(c->workload, p->workload) || strcmp(c->lock, p->lock) ||
-		    strcmp(c->policy, s->policy) || c->failed || c->mode != BENCH_MODE_PROCESS)
+		    strcmp(c->policy, s->policy) || c->failed || c->mode != BENCH_MODE_PROCESS ||
+		    c->slice_us != s->slice_us || c->defer_us != s->defer_us)
 			continue;
 		if (by_thr ? c->vms != s->vms || c->vcpus != s->vcpus : c->spin_threshold != s->spin_threshold)
 			continue;
@@ -106,10 +107,21 @@ static bool first_of_series(const struct bench_matrix *m, unsigned i, bool per_s
 	for (unsigned j = 0; j < i; j++) {
 		const struct bench_cell *d = &m->cells[j];
 		if (d->mode == BENCH_MODE_PROCESS && d->kind == c->kind && !strcmp(d->workload, c->workload) && !strcmp(d->lock, c->lock) &&
-		    !strcmp(d->policy, c->policy) && (!per_size || (d->vms == c->vms && d->vcpus == c->vcpus)))
+		    !strcmp(d->policy, c->policy) && d->slice_us == c->slice_us && d->defer_us == c->defer_us &&
+		    (!per_size || (d->vms == c->vms && d->vcpus == c->vcpus)))
 			return false;
 	}
 	return true;
+}
+
+/* The policy, and its slice and deferral bound where not vmm run's defaults. */
+static void series_name(const struct bench_cell *c, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s", c->policy);
+	if (n > 0 && (size_t)n < len && c->slice_us != BENCH_SLICE_US_DEFAULT)
+		n += snprintf(buf + n, len - (size_t)n, " %g ms", c->slice_us / 1000.0);
+	if (n > 0 && (size_t)n < len && c->defer_us != BENCH_DEFER_US_DEFAULT)
+		snprintf(buf + n, len - (size_t)n, " defer %u us", c->defer_us);
 }
 
 /*
@@ -138,12 +150,14 @@ static void panel_plots(FILE *gp, FILE *dat, const char *datpath, const struct b
 			if (!block(dat, m, &p[k], &s, by_thr, &idx))
 				continue;
 			fprintf(gp, "%s'%s' index %u using 1:2 with linespoints lw 2 ", nplots++ ? ", " : "", datpath, at);
+			char name[64];
+			series_name(c, name, sizeof(name));
 			if (by_thr)
-				fprintf(gp, "title '%s, %u VM%s x %u vCPUs'", c->policy, c->vms, c->vms > 1 ? "s" : "",
+				fprintf(gp, "title '%s, %u VM%s x %u vCPUs'", name, c->vms, c->vms > 1 ? "s" : "",
 					c->vcpus);
 			else
 				fprintf(gp, "%stitle '%s'", c->kind == BENCH_NATIVE ? "dt 2 lc rgb 'black' " : "",
-					c->policy);
+					name);
 		}
 		if (!nplots)
 			fprintf(gp, "NaN title 'no data'");
@@ -157,7 +171,7 @@ static void overcommit_plot(FILE *gp, FILE *dat, const char *datpath, const stru
 {
 	struct panel p[MAX_PANELS];
 	unsigned np = panels(m, p);
-	layout(gp, np, svg, "overcommit efficiency (ops/s at N vCPUs / ops/s at M vCPUs on M slots)");
+	layout(gp, np, svg, "overcommit efficiency (ops/s at N vCPUs / pooled ops/s at M vCPUs on M slots)");
 	fprintf(gp, "set logscale y\nset logscale x 2\nset xlabel 'vCPUs per physical CPU'\n"
 		    "set ylabel 'efficiency'\nset format y '%%g'\n");
 	panel_plots(gp, dat, datpath, m, p, np, false);

@@ -184,6 +184,7 @@ static void read_reports(const struct bench_opts *o, const struct bench_cell *c,
 		if (c->mode == BENCH_MODE_DOMAIN && !bench_json_num(&j, "domain.grants", &grants) &&
 		    grants < (double)out->min_grants)
 			out->min_grants = (uint64_t)grants;
+		bench_sched_add(&j, out->sched);
 		bench_json_free(&j);
 		if (r) {
 			snprintf(out->why, sizeof(out->why), "vm%u: %.80s", k, one.why);

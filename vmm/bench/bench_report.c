@@ -55,14 +55,19 @@ static bool same_group(const struct bench_cell *a, const struct bench_cell *b)
 {
 	return a->kind == b->kind && !strcmp(a->workload, b->workload) && !strcmp(a->lock, b->lock) &&
 	       !strcmp(a->policy, b->policy) && a->spin_threshold == b->spin_threshold &&
-	       a->mode == b->mode;
+	       a->slice_us == b->slice_us && a->defer_us == b->defer_us && a->mode == b->mode;
 }
 
 /* The policy as the tables show it: K processes are marked, one process is not. */
 static const char *policy_label(const struct bench_cell *c, char *buf, size_t len)
 {
 	static const char *const suffix[BENCH_MODES] = { "", "@dom", "@procs" };
-	snprintf(buf, len, "%s%s", c->policy, suffix[c->mode]);
+	int n = snprintf(buf, len, "%s%s", c->policy, suffix[c->mode]);
+	/* A slice or deferral bound other than vmm run's: "none/s3ms/d100us". */
+	if (n > 0 && (size_t)n < len && c->slice_us != BENCH_SLICE_US_DEFAULT)
+		n += snprintf(buf + n, len - (size_t)n, "/s%gms", c->slice_us / 1000.0);
+	if (n > 0 && (size_t)n < len && c->defer_us != BENCH_DEFER_US_DEFAULT)
+		snprintf(buf + n, len - (size_t)n, "/d%uus", c->defer_us);
 	return buf;
 }
 
@@ -122,7 +127,7 @@ static void pivot(FILE *out, const struct bench_matrix *m, const struct col *col
 		  bool of_native)
 {
 	char b[32], h[32], pl[40];
-	fprintf(out, "%-10s %-9s %6s %-12s %9s", "workload", "lock", "thr", "policy", "1x ops/s");
+	fprintf(out, "%-10s %-9s %6s %-12s %9s", "workload", "lock", "thr", "policy", "pooled 1x");
 	for (unsigned k = 0; k < ncols; k++)
 		fprintf(out, " %9s", col_name(&cols[k], h, sizeof(h)));
 	fputc('\n', out);
@@ -133,11 +138,10 @@ static void pivot(FILE *out, const struct bench_matrix *m, const struct col *col
 			first &= !same_group(&m->cells[j], g);
 		if (!first || (of_native && g->kind == BENCH_NATIVE))
 			continue;
-		const struct bench_cell *ref = g->ref >= 0 ? &m->cells[g->ref] : NULL;
 		char thr[16];
 		snprintf(thr, sizeof(thr), strncmp(g->lock, "pv", 2) ? "-" : "%u", g->spin_threshold);
 		fprintf(out, "%-10s %-9s %6s %-12s %9s", g->workload, g->lock, thr, policy_label(g, pl, sizeof(pl)),
-			ref ? (ref->failed ? "FAILED" : fmt_ops(ref->median, b, sizeof(b))) : "-");
+			fmt_ops(g->pooled_1x, b, sizeof(b)));
 		for (unsigned k = 0; k < ncols; k++) {
 			const struct bench_cell *c = cell_at(m, g, &cols[k]);
 			const char *s = "";
@@ -153,10 +157,10 @@ static void pivot(FILE *out, const struct bench_matrix *m, const struct col *col
 
 static void cells_table(FILE *out, const struct bench_matrix *m)
 {
-	char med[32], mn[32], mx[32], eff[32], nat[32], st[128], thr[16], pl[40];
-	fprintf(out, "%-4s %-10s %-9s %6s %-12s %3s %5s %6s %10s %21s %7s %7s %7s  %s\n", "cell",
+	char med[32], mn[32], mx[32], eff[32], nat[32], st[128], thr[16], pl[40], elo[32], ehi[32];
+	fprintf(out, "%-4s %-10s %-9s %6s %-12s %3s %5s %6s %10s %21s %7s %7s %13s %7s  %s\n", "cell",
 		"workload", "lock", "thr", "policy", "VMs", "vCPUs", "x", "median/s", "min..max",
-		"spread", "eff", "native", "status");
+		"spread", "eff", "eff 95% CI", "native", "status");
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
 		char range[48];
@@ -165,10 +169,14 @@ static void cells_table(FILE *out, const struct bench_matrix *m)
 			 fmt_ops(c->max, mx, sizeof(mx)));
 		char spread[16];
 		snprintf(spread, sizeof(spread), isfinite(c->spread_pct) ? "%.0f%%" : "-", c->spread_pct);
-		fprintf(out, "%-4u %-10s %-9s %6s %-12s %3u %5u %5gx %10s %21s %7s %7s %7s  %s\n", c->id,
+		char ci[80] = "-";
+		if (isfinite(c->eff_lo))
+			snprintf(ci, sizeof(ci), "%s..%s", fmt_ratio(c->eff_lo, elo, sizeof(elo)),
+				 fmt_ratio(c->eff_hi, ehi, sizeof(ehi)));
+		fprintf(out, "%-4u %-10s %-9s %6s %-12s %3u %5u %5gx %10s %21s %7s %7s %13s %7s  %s\n", c->id,
 			c->workload, c->lock, thr, policy_label(c, pl, sizeof(pl)), c->vms, c->vcpus, c->overcommit,
 			fmt_ops(c->median, med, sizeof(med)), range, spread,
-			fmt_ratio(c->eff, eff, sizeof(eff)), fmt_ratio(c->of_native, nat, sizeof(nat)),
+			fmt_ratio(c->eff, eff, sizeof(eff)), ci, fmt_ratio(c->of_native, nat, sizeof(nat)),
 			status_of(c, st, sizeof(st)));
 	}
 }
@@ -250,8 +258,9 @@ void bench_report_table(FILE *out, const struct bench_opts *o, const struct benc
 		mc->kvm);
 	cells_table(out, m);
 	multi_vm_table(out, m);
-	fprintf(out, "\novercommit efficiency = median ops/s at N vCPUs on %u slots / median ops/s at "
-		"%u vCPUs on %u slots (same policy; host = --sched host, native = host threads, no VM)\n",
+	fprintf(out, "\novercommit efficiency = median ops/s at N vCPUs on %u slots / pooled 1x = median of "
+		"every policy's runs at %u vCPUs on %u slots (same workload, lock, threshold: at 1x they "
+		"run alike; host = --sched host, native = host threads, no VM, against its own bound)\n",
 		o->pcpus, o->pcpus, o->pcpus);
 	pivot(out, m, cols, ncols, false);
 	if (o->native) {
@@ -313,7 +322,11 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 		   "overcommit,auto_added,reps,ok_runs,median_ops_per_s,min_ops_per_s,max_ops_per_s,"
 		   "spread_pct,efficiency,ref_id,of_native,status,exit_code,reason,mode,per_vm_ops_per_s,"
 		   "jain,max_over_min,vs_1vm,vs_1vm_ref_id,vs_process,vs_host_procs,max_start_late_ms,"
-		   "start_spread_ms\n");
+		   "start_spread_ms,slice_us,defer_us,median_lo,median_hi,median_ci_level,eff_lo,eff_hi,"
+		   "pooled_1x_ops_per_s,ref_ids");
+	for (int k = 0; k < BENCH_RATES; k++)
+		fprintf(f, ",%s", bench_rate_names[k]);
+	fputc('\n', f);
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
 		fprintf(f, "%u,%s,%s,%s,%s,%u,%u,%u,%u,%u,%g,%d,%u,%u", c->id,
@@ -341,12 +354,27 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 		csv_num(f, c->vs_host_procs);
 		csv_num(f, c->max_late_ms);
 		csv_num(f, c->start_spread_ms);
+		fprintf(f, ",%u,%u", c->slice_us, c->defer_us);
+		csv_num(f, c->median_lo);
+		csv_num(f, c->median_hi);
+		csv_num(f, c->median_level);
+		csv_num(f, c->eff_lo);
+		csv_num(f, c->eff_hi);
+		csv_num(f, c->pooled_1x);
+		fputc(',', f);
+		for (unsigned k = 0; k < c->nused; k++)
+			fprintf(f, "%s%d", k ? ";" : "", c->used[k]);
+		for (int k = 0; k < BENCH_RATES; k++)
+			csv_num(f, c->rate[k]);
 		fputc('\n', f);
 	}
 	int r = fclose(f) ? -errno : 0;
 	if (r || !(f = open_in(dir, "runs.csv", path, sizeof(path))))
 		return r ? r : -errno;
-	fprintf(f, "id,rep,ok,exit_code,ops_per_s,wall_s,reason\n");
+	fprintf(f, "id,rep,ok,exit_code,ops_per_s,wall_s,reason");
+	for (int k = 0; k < BENCH_RATES; k++)
+		fprintf(f, ",%s", bench_rate_names[k]);
+	fputc('\n', f);
 	for (unsigned i = 0; i < m->n; i++)
 		for (unsigned k = 0; k < m->cells[i].nruns; k++) {
 			const struct bench_run *x = &m->cells[i].runs[k];
@@ -355,6 +383,8 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 			csv_num(f, x->wall_s);
 			fputc(',', f);
 			csv_text(f, x->ok ? "" : x->why);
+			for (int k = 0; k < BENCH_RATES; k++)
+				csv_num(f, bench_sched_rate(x->sched, (enum bench_rate)k));
 			fputc('\n', f);
 		}
 	r = fclose(f) ? -errno : 0;

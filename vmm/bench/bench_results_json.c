@@ -62,6 +62,20 @@ static json_t *list_n(const struct bench_nums *s)
 	return a;
 }
 
+/* A run's or a cell's scheduler statistics; NULL when none is known (native). */
+static json_t *sched_json(const double *s)
+{
+	bool any = false;
+	for (int k = 0; k < BENCH_SCHED_STATS; k++)
+		any |= isfinite(s[k]);
+	if (!any)
+		return NULL;
+	json_t *o = json_object();
+	for (int k = 0; k < BENCH_SCHED_STATS; k++)
+		put(o, bench_sched_names[k], num(s[k]));
+	return o;
+}
+
 static json_t *run_json(const struct bench_cell *c, const struct bench_run *r)
 {
 	json_t *o = json_object();
@@ -90,6 +104,9 @@ static json_t *run_json(const struct bench_cell *c, const struct bench_run *r)
 	}
 	if (!r->ok)
 		put(o, "reason", text(r->why));
+	json_t *st = sched_json(r->sched);
+	if (st)
+		put(o, "sched", st);
 	return o;
 }
 
@@ -121,6 +138,8 @@ static json_t *cell_json(const struct bench_cell *c)
 	put(o, "lock", json_string(c->lock));
 	put(o, "policy", json_string(c->policy));
 	put(o, "spin_threshold", uint_(c->spin_threshold));
+	put(o, "slice_us", uint_(c->slice_us));
+	put(o, "defer_us", uint_(c->defer_us));
 	put(o, "vms", uint_(c->vms));
 	put(o, "vcpus_per_vm", uint_(c->vcpus));
 	put(o, "vcpus_total", uint_(c->vms * c->vcpus));
@@ -137,11 +156,27 @@ static json_t *cell_json(const struct bench_cell *c)
 	put(o, "min_ops_per_s", num(c->min));
 	put(o, "max_ops_per_s", num(c->max));
 	put(o, "spread_pct", num(c->spread_pct));
+	put(o, "median_lo", num(c->median_lo));
+	put(o, "median_hi", num(c->median_hi));
+	put(o, "median_ci_level", num(c->median_level));
 	put(o, "efficiency", num(c->eff));
+	put(o, "eff_lo", num(c->eff_lo));
+	put(o, "eff_hi", num(c->eff_hi));
+	put(o, "pooled_1x_ops_per_s", num(c->pooled_1x));
+	json_t *ids = json_array();
+	for (unsigned k = 0; k < c->nused; k++)
+		json_array_append_new(ids, json_integer(c->used[k]));
+	put(o, "ref_ids", ids);
 	put(o, "of_native", num(c->of_native));
 	put(o, "mode", json_string(bench_mode_names[c->mode]));
 	if (c->kind == BENCH_VM && c->vms > 1)
 		multi_vm(o, c);
+	json_t *st = sched_json(c->sched_median);
+	if (st) {
+		for (int k = 0; k < BENCH_RATES; k++)
+			put(st, bench_rate_names[k], num(c->rate[k]));
+		put(o, "sched", st);
+	}
 	json_t *runs = json_array();
 	for (unsigned k = 0; k < c->nruns; k++)
 		json_array_append_new(runs, run_json(c, &c->runs[k]));
@@ -163,6 +198,8 @@ static json_t *config_json(const struct bench_opts *o, unsigned learned)
 	put(j, "overcommit", list_n(&o->overcommit));
 	put(j, "vms", list_n(&o->vms));
 	put(j, "spin_thresholds", list_n(&o->thresholds));
+	put(j, "slice_us", list_n(&o->slices));
+	put(j, "defer_us", list_n(&o->defers));
 	put(j, "native", json_boolean(o->native));
 	put(j, "micro", json_boolean(o->micro));
 	json_t *modes = json_array();

@@ -142,9 +142,15 @@ int bench_cells_parse(const char *list, unsigned ncells, bool *sel, bool *micro,
 
 void bench_cell_key(const struct bench_cell *c, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s:%s:%s:%s:%s:%ux%u:p%u:t%u", c->kind == BENCH_VM ? "vm" : "native",
-		 c->workload, c->lock, c->policy, bench_mode_names[c->mode], c->vms, c->vcpus, c->pcpus,
-		 c->spin_threshold);
+	int n = snprintf(buf, len, "%s:%s:%s:%s:%s:%ux%u:p%u:t%u", c->kind == BENCH_VM ? "vm" : "native",
+			 c->workload, c->lock, c->policy, bench_mode_names[c->mode], c->vms, c->vcpus,
+			 c->pcpus, c->spin_threshold);
+	/* Only when not vmm run's default, so the keys from before these were
+	 * dimensions (and the fingerprints made of them) still hold. */
+	if (n > 0 && (size_t)n < len && c->slice_us != BENCH_SLICE_US_DEFAULT)
+		n += snprintf(buf + n, len - (size_t)n, ":s%u", c->slice_us);
+	if (n > 0 && (size_t)n < len && c->defer_us != BENCH_DEFER_US_DEFAULT)
+		snprintf(buf + n, len - (size_t)n, ":d%u", c->defer_us);
 }
 
 uint64_t bench_fnv1a(const void *p, size_t n, uint64_t h)

@@ -17,12 +17,17 @@ static int cmp_double(const void *a, const void *b)
 
 double bench_median(const double *v, unsigned n)
 {
-	double tmp[BENCH_MAX_REPS * 4];
-	if (n == 0 || n > sizeof(tmp) / sizeof(tmp[0]))
+	double small[BENCH_MAX_REPS * 4];
+	/* A pooled 1x holds every policy's runs: more than a cell's. */
+	double *tmp = n <= sizeof(small) / sizeof(small[0]) ? small : malloc(n * sizeof(*tmp));
+	if (n == 0 || !tmp)
 		return NAN;
 	memcpy(tmp, v, n * sizeof(*v));
 	qsort(tmp, n, sizeof(*tmp), cmp_double);
-	return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+	double m = n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+	if (tmp != small)
+		free(tmp);
+	return m;
 }
 
 double bench_min(const double *v, unsigned n)
@@ -106,6 +111,28 @@ static void per_vm(struct bench_cell *c)
 	c->max_over_min = bench_ratio(bench_max(c->vm_median, c->vms), bench_min(c->vm_median, c->vms));
 }
 
+/* Each statistic's and rate's median over the ok runs that have it. */
+static void sched_medians(struct bench_cell *c)
+{
+	double x[BENCH_MAX_REPS], y[BENCH_MAX_REPS];
+	for (int k = 0; k < BENCH_SCHED_STATS; k++) {
+		unsigned n = 0;
+		for (unsigned i = 0; i < c->nruns; i++)
+			if (c->runs[i].ok && isfinite(c->runs[i].sched[k]))
+				x[n++] = c->runs[i].sched[k];
+		c->sched_median[k] = bench_median(x, n);
+	}
+	for (int k = 0; k < BENCH_RATES; k++) {
+		unsigned n = 0;
+		for (unsigned i = 0; i < c->nruns; i++) {
+			double r = bench_sched_rate(c->runs[i].sched, (enum bench_rate)k);
+			if (c->runs[i].ok && isfinite(r))
+				y[n++] = r;
+		}
+		c->rate[k] = bench_median(y, n);
+	}
+}
+
 void bench_stats_cell(struct bench_cell *c)
 {
 	double ok[BENCH_MAX_REPS];
@@ -139,7 +166,9 @@ void bench_stats_cell(struct bench_cell *c)
 	c->min = bench_min(ok, c->nok);
 	c->max = bench_max(ok, c->nok);
 	c->spread_pct = bench_spread_pct(c->min, c->max, c->median);
+	bench_median_ci(ok, c->nok, &c->median_lo, &c->median_hi, &c->median_level);
 	per_vm(c);
+	sched_medians(c);
 }
 
 /* median of c / median of cell i, when both ran */
@@ -148,6 +177,34 @@ static double vs(const struct bench_matrix *m, const struct bench_cell *c, int i
 	if (i < 0 || c->failed || m->cells[i].failed)
 		return NAN;
 	return bench_ratio(c->median, m->cells[i].median);
+}
+
+/*
+ * The efficiency against the pooled 1x (bench_matrix.c, link_pools): a pool
+ * cell that failed is left out (and out of ref_ids), the others count with
+ * every ok run; the interval is a bootstrap of the ratio of the two medians.
+ */
+static void pooled_eff(const struct bench_matrix *m, struct bench_cell *c)
+{
+	double ok[BENCH_MAX_REPS];
+	unsigned nok = 0, np = 0;
+	c->nused = 0;
+	for (unsigned i = 0; i < c->npool; i++)
+		if (!m->cells[c->pool[i]].failed)
+			c->used[c->nused++] = c->pool[i];
+	double *pool = bench_pool_runs(m, c, &np);
+	c->pooled_1x = pool ? bench_median(pool, np) : NAN;
+	c->eff = c->eff_lo = c->eff_hi = NAN;
+	if (c->failed || !pool) {
+		free(pool);
+		return;
+	}
+	c->eff = bench_ratio(c->median, c->pooled_1x);
+	for (unsigned i = 0; i < c->nruns; i++)
+		if (c->runs[i].ok)
+			ok[nok++] = c->runs[i].ops_per_s;
+	bench_ratio_ci(ok, nok, pool, np, c->id, &c->eff_lo, &c->eff_hi);
+	free(pool);
 }
 
 bool bench_stats_matrix(struct bench_matrix *m)
@@ -159,9 +216,8 @@ bool bench_stats_matrix(struct bench_matrix *m)
 	}
 	for (unsigned i = 0; i < m->n; i++) {
 		struct bench_cell *c = &m->cells[i];
-		const struct bench_cell *ref = c->ref >= 0 ? &m->cells[c->ref] : NULL;
 		const struct bench_cell *nat = c->native_ref >= 0 ? &m->cells[c->native_ref] : NULL;
-		c->eff = ref && !ref->failed && !c->failed ? bench_ratio(c->median, ref->median) : NAN;
+		pooled_eff(m, c);
 		c->of_native = nat && !nat->failed && !c->failed ? bench_ratio(c->median, nat->median) : NAN;
 		c->vs_one_vm = vs(m, c, c->one_vm_ref);
 		c->vs_process = vs(m, c, c->process_ref);

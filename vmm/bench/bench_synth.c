@@ -35,6 +35,14 @@ void bench_synth_run(const struct bench_opts *o, const struct bench_cell *c, uns
 		return;
 	}
 	out->ok = true;
+	if (c->kind == BENCH_VM) {
+		/* Counts that grow with overcommit and shorter slices, as real ones do. */
+		double per_s = 100.0 * c->overcommit * BENCH_SLICE_US_DEFAULT / c->slice_us;
+		out->sched[BENCH_SCHED_WINDOW_S] = o->duration_ms / 1000.0;
+		for (unsigned k = 0; k < BENCH_SCHED_WINDOW_S; k++)
+			out->sched[k] = floor(spread(unit_hash(key, rep, 200 + k), per_s) *
+					      out->sched[BENCH_SCHED_WINDOW_S]);
+	}
 	/* Overcommit costs something, so efficiencies are below 1 as in life. */
 	double base = 1e6 / (c->overcommit > 0 ? c->overcommit : 1);
 	out->ops_per_s = spread(unit_hash(key, rep, 2), base);

@@ -1,0 +1,71 @@
+/*
+ * The scheduler's own counts per run, so a cell's efficiency can be read
+ * beside what the co-scheduler did to get it (issue 13: where slot time
+ * goes). Rates are per second of the report's measured window, not of the
+ * child's whole life, which includes boot and teardown.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "vmm/bench/bench.h"
+
+const char *const bench_sched_names[BENCH_SCHED_STATS] = {
+	"preemptions", "yields_given", "yields_received", "deferrals", "deferrals_hard",
+	"spins_queued_kept", "spin_events", "waits", "kicks_sent", "kicks_received",
+	"kernel_halts", "unslotted_wakes", "loop_ticks", "loop_ticks_early", "loop_timer_sets",
+	"window_s",
+};
+
+const char *const bench_rate_names[BENCH_RATES] = {
+	"switches_per_s", "loop_wakeups_per_s", "deferrals_per_s",
+};
+
+/* Where each lives in a `vmm run --json` report. */
+static const char *const report_paths[BENCH_SCHED_STATS] = {
+	"sched.preemptions", "sched.yields_given", "sched.yields_received", "sched.deferrals",
+	"sched.deferrals_hard", "sched.spins_queued_kept", "sched.spin_events", "sched.waits",
+	"sched.kicks_sent", "sched.kicks_received", "sched.kernel_halts", "sched.unslotted_wakes",
+	"event_loop.ticks", "event_loop.ticks_early", "event_loop.timer_sets", "wall_ns",
+};
+
+void bench_sched_clear(double *s)
+{
+	for (int i = 0; i < BENCH_SCHED_STATS; i++)
+		s[i] = NAN;
+}
+
+void bench_sched_add(const struct bench_json *j, double *s)
+{
+	for (int i = 0; i < BENCH_SCHED_STATS; i++) {
+		double v;
+		if (bench_json_num(j, report_paths[i], &v) || !isfinite(v) || v < 0)
+			continue;
+		if (i == BENCH_SCHED_WINDOW_S) {
+			/* K processes' windows coincide (--start-at): the longest is the window. */
+			v /= 1e9;
+			s[i] = isnan(s[i]) || v > s[i] ? v : s[i];
+		} else {
+			s[i] = isnan(s[i]) ? v : s[i] + v;
+		}
+	}
+}
+
+double bench_sched_rate(const double *s, enum bench_rate r)
+{
+	double n;
+	switch (r) {
+	case BENCH_RATE_SWITCHES:
+		/* A slot changes hands on a preemption or a directed yield. */
+		n = s[BENCH_SCHED_PREEMPTIONS] + s[BENCH_SCHED_YIELDS_GIVEN];
+		break;
+	case BENCH_RATE_LOOP_WAKEUPS:
+		n = s[BENCH_SCHED_LOOP_TICKS];
+		break;
+	case BENCH_RATE_DEFERRALS:
+		n = s[BENCH_SCHED_DEFERRALS];
+		break;
+	default:
+		return NAN;
+	}
+	return bench_ratio(n, s[BENCH_SCHED_WINDOW_S]);
+}
