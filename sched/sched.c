@@ -375,6 +375,10 @@ static int block_unlock(struct sched *s, int v, int *wake_reason)
 			*wake_reason = c->v[v].wake_reason;
 	}
 	unlock_sched(s);
+	/* Back on its slot's CPU before it returns, even when it saw its
+	 * grant before the granter got round to moving it. */
+	if (!r)
+		pin_apply(x);
 	return r;
 }
 
