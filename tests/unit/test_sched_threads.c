@@ -607,14 +607,21 @@ static void *rotate_main(void *arg)
 	int r = sched_vcpu_enter(f->s, f->id);
 	while (r == 0 && !atomic_load(&stop_flag)) {
 		/* Pinned by its grant: it stays on this CPU while it holds
-		 * the slot, so the two holders are never on one CPU. */
+		 * the slot, so the two holders are never on one CPU. The
+		 * count covers the whole hold: it drops before the yield
+		 * that releases the slot, and rises after the grant. */
 		int cpu = sched_getcpu();
 		CHECK(cpu >= 0 && cpu < CPU_SETSIZE);
-		if (cpu >= 0 && cpu < CPU_SETSIZE) {
-			CHECK(atomic_fetch_add(&on_cpu[cpu], 1) == 0);
-			atomic_fetch_add(&f->progress, 1);
-			atomic_fetch_sub(&on_cpu[cpu], 1);
-		}
+		if (cpu < 0 || cpu >= CPU_SETSIZE)
+			break;
+		CHECK(atomic_fetch_add(&on_cpu[cpu], 1) == 0);
+		uint64_t until = sched_now_ns() + 20000;
+		bool moved = false;
+		while (sched_now_ns() < until)
+			moved |= sched_getcpu() != cpu;
+		CHECK(!moved);
+		atomic_fetch_add(&f->progress, 1);
+		atomic_fetch_sub(&on_cpu[cpu], 1);
 		r = sched_vcpu_yield_slot(f->s, f->id);
 	}
 	atomic_store(&f->result, r);
