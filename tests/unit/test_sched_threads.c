@@ -950,8 +950,11 @@ static void test_seats(const char *pol, int m, int n)
 	wait_all_progressed(n, before, 5000);
 	for (int v = 0; v < n; v++)
 		CHECK(atomic_load(&fvs[v].progress) > before[v]);
-	atomic_store(&stop_flag, 1);
+	/* The stop first: a thread that saw stop_flag before it would leave
+	 * (DONE) while the scheduler still runs, and its seat, idle now, would
+	 * go back with a SLOT_OFF nobody asked for. */
 	sched_stop(s);
+	atomic_store(&stop_flag, 1);
 	ticker_stop();
 	for (int v = 0; v < n; v++) {
 		pthread_join(fvs[v].th, NULL);
