@@ -103,6 +103,30 @@ $(SCHED_BENCH): tests/bench/sched_scale.c $(filter $(BUILD)/obj/sched/% $(BUILD)
 bench-sched: $(SCHED_BENCH)
 	$(SCHED_BENCH) --csv $(BUILD)/bench/sched_scale.csv
 
+# The slot hand-off's kernel work (BENCHMARKS.md, "The slot hand-off"): two
+# threads pass one slot back and forth by yield through sched.c; futex calls
+# counted by perf (the syscall tracepoint; per yield, and every yield is a
+# hand-off: the harness counts them), context switches by getrusage.
+HANDOFF_BENCH := $(BUILD)/bench/handoff
+HANDOFF_N ?= 20000
+$(HANDOFF_BENCH): tests/bench/handoff.c $(filter $(BUILD)/obj/sched/% $(BUILD)/obj/lib/%,$(HOST_OBJS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+.PHONY: bench-handoff
+bench-handoff: $(HANDOFF_BENCH)
+	@for cpu in -1 0; do \
+		if ! perf stat -x, -e syscalls:sys_enter_futex,context-switches -o $(BUILD)/bench/handoff.perf \
+			true 2>/dev/null; then \
+			echo "bench-handoff: no perf (or no syscall tracepoints): context switches only" >&2; \
+			$(HANDOFF_BENCH) --n $(HANDOFF_N) --cpu $$cpu || exit 1; continue; \
+		fi; \
+		perf stat -x, -e syscalls:sys_enter_futex,context-switches,task-clock -o $(BUILD)/bench/handoff.perf \
+			$(HANDOFF_BENCH) --n $(HANDOFF_N) --cpu $$cpu || exit 1; \
+		awk -F, -v n=$$((2 * $(HANDOFF_N))) '/sys_enter_futex|context-switches|task-clock/ \
+			{ printf "handoff: %s per yield (perf, whole process): %.3f%s\n", $$3, $$1 / n, \
+			  $$3 == "task-clock" ? " ms" : "" }' $(BUILD)/bench/handoff.perf; \
+	done
+
 # ---- the security stages (SECURITY.md) ----
 # `make test` runs the suite, then the suite again under ASan+UBSan, the
 # scheduler's and vcpu_kick's unit tests under TSan, and every fuzzer for FUZZ_SECONDS each

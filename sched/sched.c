@@ -2,6 +2,9 @@
  * The thread layer over the pure core; see sched.h. Every event takes the
  * one mutex, feeds the core, and executes the core's actions before
  * unlocking, so an action can never overtake the state change behind it.
+ * Two parts of a grant wait until after the unlock (unlock_sched): moving
+ * the thread to its slot's CPU and waking it. Done under the mutex, the
+ * woken thread would only block again on the mutex its granter still holds.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -12,6 +15,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,11 +26,23 @@
 #include "sched/sched.h"
 
 struct svcpu {
-	pthread_cond_t cv;
+	/*
+	 * The futex word its thread sleeps on while it waits for a slot: bumped
+	 * under the mutex by every grant to it and every WAKE_ALL, so a change
+	 * between the waiter's last look (under the mutex) and its FUTEX_WAIT
+	 * makes the wait return at once. sleeping tells the granter whether a
+	 * FUTEX_WAKE is needed at all.
+	 */
+	atomic_uint word;
+	atomic_int sleeping;
 	atomic_int yield_req; /* read lock-free by sched_vcpu_after_exit */
 	const struct sched_vcpu_ops *ops;
 	void *opaque;
-	int pinned_cpu;       /* under the mutex */
+	/* The CPU its thread should be on (set under the mutex at each grant)
+	 * and the one it was last moved to (under pin_mu, with the move). */
+	atomic_int pin_want, pin_applied;
+	pthread_mutex_t pin_mu;
+	bool pending;         /* in sched.pend; under the mutex */
 	pthread_t thread;     /* the vCPU's thread, once it has entered */
 	bool has_thread;
 	uint64_t granted_ns;  /* its last grant; written and read by its own thread */
@@ -45,9 +62,14 @@ struct sched {
 	struct sched_loop_stats loop;
 	void (*deadlock_cb)(void *ctx);
 	void *deadlock_ctx;
+	/* vCPUs granted since the last unlock: moved and woken after it */
+	int *pend;            /* [nvcpus], each at most once (svcpu.pending) */
+	int npend;
+	bool pend_all;        /* WAKE_ALL: every vCPU */
 };
 
 static const struct sched_vcpu_ops no_ops;
+static void unlock_sched(struct sched *s);
 
 uint64_t sched_now_ns(void)
 {
@@ -86,7 +108,8 @@ struct sched *sched_create(const struct sched_params *p, const char **why)
 	if (!s->vc)
 		goto oom;
 	s->host_cpu = malloc(sizeof(int) * (size_t)p->npcpus);
-	if (!s->host_cpu)
+	s->pend = malloc(sizeof(int) * (size_t)p->nvcpus);
+	if (!s->host_cpu || !s->pend)
 		goto oom;
 	for (int i = 0; i < p->npcpus; i++)
 		s->host_cpu[i] = p->host_cpu ? p->host_cpu[i] : -1;
@@ -97,15 +120,12 @@ struct sched *sched_create(const struct sched_params *p, const char **why)
 		goto fail;
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	for (int v = 0; v < p->nvcpus; v++) {
-		pthread_cond_init(&s->vc[v].cv, &ca);
+		pthread_mutex_init(&s->vc[v].pin_mu, NULL);
 		s->vc[v].ops = &no_ops;
-		s->vc[v].pinned_cpu = -1;
+		atomic_init(&s->vc[v].pin_want, -1);
+		atomic_init(&s->vc[v].pin_applied, -1);
 	}
-	pthread_condattr_destroy(&ca);
 	s->armed = UINT64_MAX;
 	return s;
 oom:
@@ -114,6 +134,7 @@ fail:
 	sched_core_destroy(s->c);
 	free(s->vc);
 	free(s->host_cpu);
+	free(s->pend);
 	free(s);
 	return NULL;
 }
@@ -123,7 +144,7 @@ void sched_set_vcpu(struct sched *s, int v, const struct sched_vcpu_ops *ops, vo
 	pthread_mutex_lock(&s->mu);
 	s->vc[v].ops = ops ? ops : &no_ops;
 	s->vc[v].opaque = opaque;
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 void sched_set_deadlock_cb(struct sched *s, void (*cb)(void *ctx), void *ctx)
@@ -131,25 +152,93 @@ void sched_set_deadlock_cb(struct sched *s, void (*cb)(void *ctx), void *ctx)
 	pthread_mutex_lock(&s->mu);
 	s->deadlock_cb = cb;
 	s->deadlock_ctx = ctx;
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
+}
+
+/* Under the mutex: v is to be moved (if its slot has a CPU) and woken
+ * after the unlock. */
+static void hand_over_later(struct sched *s, int v, int slot)
+{
+	struct svcpu *x = &s->vc[v];
+	if (x->has_thread && slot >= 0 && s->host_cpu[slot] >= 0)
+		atomic_store(&x->pin_want, s->host_cpu[slot]);
+	if (!x->pending) {
+		x->pending = true;
+		s->pend[s->npend++] = v;
+	}
 }
 
 /*
- * The granter moves the thread to its slot's CPU before waking it, so the
- * wake-up lands there: woken on its old CPU it would first preempt whoever
- * runs in that slot (maybe a lock holder) and only then migrate.
+ * After the unlock. The granter moves the thread to its slot's CPU before
+ * waking it, so the wake-up lands there: woken on its old CPU it would
+ * first preempt whoever runs in that slot (maybe a lock holder) and only
+ * then migrate. Two granters of one vCPU may get here in either order (the
+ * thread can see its grant and be granted again before the first granter
+ * moved it): each moves it to the latest pin_want, so the last move wins
+ * with the latest CPU. pin_want != -1 means has_thread was set before it.
  */
-static void pin(struct sched *s, int v, int slot)
+static void pin_apply(struct svcpu *x)
 {
-	struct svcpu *x = &s->vc[v];
-	if (!x->has_thread || slot < 0 || s->host_cpu[slot] < 0 ||
-	    s->host_cpu[slot] == x->pinned_cpu)
+	if (atomic_load(&x->pin_want) == atomic_load(&x->pin_applied))
 		return;
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(s->host_cpu[slot], &set);
-	if (pthread_setaffinity_np(x->thread, sizeof(set), &set) == 0)
-		x->pinned_cpu = s->host_cpu[slot];
+	pthread_mutex_lock(&x->pin_mu);
+	int cpu = atomic_load(&x->pin_want);
+	if (cpu >= 0 && cpu != atomic_load(&x->pin_applied)) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		if (pthread_setaffinity_np(x->thread, sizeof(set), &set) == 0)
+			atomic_store(&x->pin_applied, cpu);
+	}
+	pthread_mutex_unlock(&x->pin_mu);
+}
+
+/*
+ * The word was bumped under the mutex before this (seq_cst), and the
+ * waiter sets sleeping before its last look at the word (seq_cst): either
+ * it sees the new value and does not sleep, or this sees it sleeping.
+ */
+static void wake(struct svcpu *x)
+{
+	if (atomic_load(&x->sleeping))
+		syscall(SYS_futex, &x->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Sleeps until the word moves on from seen (or a signal, or spuriously). */
+static void sleep_on(struct svcpu *x, unsigned seen)
+{
+	atomic_store(&x->sleeping, 1);
+	if (atomic_load(&x->word) == seen)
+		syscall(SYS_futex, &x->word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+	atomic_store(&x->sleeping, 0);
+}
+
+/* The most hand-overs carried past one unlock on the stack; beyond that
+ * (a tick on many slots, a WAKE_ALL) every vCPU is looked at. */
+#define HAND_BATCH 16
+
+/* Every public function unlocks here: the grants' moves and wakes go out
+ * after the mutex does. */
+static void unlock_sched(struct sched *s)
+{
+	int n = s->npend, idx[HAND_BATCH];
+	bool all = s->pend_all || n > HAND_BATCH;
+	for (int i = 0; i < n; i++) {
+		s->vc[s->pend[i]].pending = false;
+		if (!all)
+			idx[i] = s->pend[i];
+	}
+	s->npend = 0;
+	s->pend_all = false;
+	int nv = s->c->nvcpus; /* fixed at create */
+	pthread_mutex_unlock(&s->mu);
+	if (all)
+		n = nv;
+	for (int i = 0; i < n; i++) {
+		struct svcpu *x = &s->vc[all ? i : idx[i]];
+		pin_apply(x);
+		wake(x);
+	}
 }
 
 static void run_actions_once(struct sched *s);
@@ -193,8 +282,8 @@ static void run_actions_once(struct sched *s)
 			/* RUNNABLE time ended with this grant: the guest's steal */
 			if (x->ops->set_steal_ns)
 				x->ops->set_steal_ns(x->opaque, c->v[a->v].st.ns_runnable);
-			pin(s, a->v, a->val);
-			pthread_cond_signal(&x->cv);
+			atomic_fetch_add(&x->word, 1);
+			hand_over_later(s, a->v, a->val);
 			break;
 		case SCHED_ACT_FORCE_EXIT:
 			/* The flag first: force_exit may land before KVM_RUN. */
@@ -225,7 +314,8 @@ static void run_actions_once(struct sched *s)
 			break;
 		case SCHED_ACT_WAKE_ALL:
 			for (int v = 0; v < c->nvcpus; v++)
-				pthread_cond_broadcast(&s->vc[v].cv);
+				atomic_fetch_add(&s->vc[v].word, 1);
+			s->pend_all = true;
 			if (a->val == -EDEADLK && s->deadlock_cb)
 				s->deadlock_cb(s->deadlock_ctx);
 			break;
@@ -268,8 +358,14 @@ static uint64_t lock(struct sched *s)
 static int block_unlock(struct sched *s, int v, int *wake_reason)
 {
 	struct sched_core *c = s->c;
-	while (!c->stopping && !c->deadlock && c->v[v].state != SCHED_ST_RUNNING)
-		pthread_cond_wait(&s->vc[v].cv, &s->mu);
+	struct svcpu *x = &s->vc[v];
+	while (!c->stopping && !c->deadlock && c->v[v].state != SCHED_ST_RUNNING) {
+		/* Read under the mutex: a grant after this changes it. */
+		unsigned seen = atomic_load(&x->word);
+		unlock_sched(s);
+		sleep_on(x, seen);
+		pthread_mutex_lock(&s->mu);
+	}
 	int r = c->stopping ? -ECANCELED : c->deadlock ? -EDEADLK : 0;
 	if (!r) {
 		s->vc[v].granted_ns = c->v[v].state_since; /* RUNNING since the grant */
@@ -278,7 +374,11 @@ static int block_unlock(struct sched *s, int v, int *wake_reason)
 		if (wake_reason)
 			*wake_reason = c->v[v].wake_reason;
 	}
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
+	/* Back on its slot's CPU before it returns, even when it saw its
+	 * grant before the granter got round to moving it. */
+	if (!r)
+		pin_apply(x);
 	return r;
 }
 
@@ -286,7 +386,7 @@ void sched_start(struct sched *s)
 {
 	sched_core_start(s->c, lock(s));
 	run_actions(s);
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 int sched_vcpu_enter(struct sched *s, int v)
@@ -296,7 +396,7 @@ int sched_vcpu_enter(struct sched *s, int v)
 	s->vc[v].has_thread = true;
 	/* Granted before this thread existed: move it now. */
 	if (s->c->v[v].state == SCHED_ST_RUNNING)
-		pin(s, v, s->c->v[v].slot);
+		hand_over_later(s, v, s->c->v[v].slot);
 	return block_unlock(s, v, NULL);
 }
 
@@ -328,7 +428,7 @@ void sched_vcpu_spin_seen(struct sched *s, int v, unsigned source)
 {
 	sched_core_spin_seen(s->c, v, source, lock(s));
 	run_actions(s);
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 int sched_vcpu_safe_point(struct sched *s, int v)
@@ -343,7 +443,7 @@ int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns)
 	int slept = sched_core_wait(s->c, v, timeout_ns, lock(s));
 	run_actions(s);
 	if (!slept) { /* a kick was pending: the wait ends at once */
-		pthread_mutex_unlock(&s->mu);
+		unlock_sched(s);
 		return 0;
 	}
 	int reason = 0;
@@ -356,7 +456,7 @@ int sched_vcpu_kick(struct sched *s, int from, int target)
 	sched_core_kick(s->c, from, target, lock(s));
 	run_actions(s);
 	if (from < 0) {
-		pthread_mutex_unlock(&s->mu);
+		unlock_sched(s);
 		return 0;
 	}
 	return block_unlock(s, from, NULL);
@@ -366,14 +466,14 @@ void sched_vcpu_done(struct sched *s, int v)
 {
 	sched_core_done(s->c, v, lock(s));
 	run_actions(s);
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 uint64_t sched_next_deadline(struct sched *s)
 {
 	pthread_mutex_lock(&s->mu);
 	uint64_t d = sched_core_next_deadline(s->c);
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 	return d;
 }
 
@@ -386,7 +486,7 @@ void sched_tick(struct sched *s, uint64_t now)
 	sched_core_tick(s->c, now);
 	s->armed = 0; /* it fired, so it is disarmed: set it again whatever comes next */
 	run_actions(s);
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 int sched_timer_fd(struct sched *s)
@@ -398,14 +498,14 @@ void sched_get_loop_stats(struct sched *s, struct sched_loop_stats *out)
 {
 	pthread_mutex_lock(&s->mu);
 	*out = s->loop;
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 void sched_stop(struct sched *s)
 {
 	sched_core_stop(s->c, lock(s));
 	run_actions(s);
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 void sched_destroy(struct sched *s)
@@ -414,26 +514,27 @@ void sched_destroy(struct sched *s)
 		return;
 	sched_stop(s);
 	for (int v = 0; v < s->c->nvcpus; v++)
-		pthread_cond_destroy(&s->vc[v].cv);
+		pthread_mutex_destroy(&s->vc[v].pin_mu);
 	pthread_mutex_destroy(&s->mu);
 	sched_core_destroy(s->c);
 	close(s->tfd);
 	free(s->vc);
 	free(s->host_cpu);
+	free(s->pend);
 	free(s);
 }
 
 void sched_stats(struct sched *s, int v, struct sched_vcpu_stats *out)
 {
 	sched_core_stats(s->c, v, lock(s), out);
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 bool sched_deadlocked(struct sched *s)
 {
 	pthread_mutex_lock(&s->mu);
 	bool d = s->c->deadlock;
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 	return d;
 }
 
@@ -453,7 +554,7 @@ void sched_set_slot_cb(struct sched *s, void (*cb)(void *ctx, enum sched_action_
 	pthread_mutex_lock(&s->mu);
 	s->slot_cb = cb;
 	s->slot_ctx = ctx;
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 void sched_slot_online(struct sched *s, int slot, int host_cpu)
@@ -464,14 +565,14 @@ void sched_slot_online(struct sched *s, int slot, int host_cpu)
 		s->host_cpu[slot] = host_cpu;
 	sched_core_slot_online(s->c, slot, now);
 	run_actions(s);
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 void sched_slot_offline(struct sched *s, int slot)
 {
 	sched_core_slot_offline(s->c, slot, lock(s));
 	run_actions(s);
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 int sched_set_policy(struct sched *s, const char *name)
@@ -480,7 +581,7 @@ int sched_set_policy(struct sched *s, const char *name)
 	if (!r)
 		atomic_store_explicit(&s->policy, s->c->pol->name, memory_order_release);
 	run_actions(s);
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 	return r;
 }
 
@@ -490,14 +591,14 @@ void sched_slots_keep(struct sched *s, bool keep)
 	s->keep_slots = keep;
 	if (!keep)
 		run_actions(s); /* the seats kept idle so far go now */
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 }
 
 enum sched_vstate sched_vcpu_state(struct sched *s, int v)
 {
 	pthread_mutex_lock(&s->mu);
 	enum sched_vstate st = s->c->v[v].state;
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 	return st;
 }
 
@@ -507,6 +608,6 @@ int sched_slots_online(struct sched *s)
 	int n = 0;
 	for (int i = 0; i < s->c->nslots; i++)
 		n += s->c->slot[i].state != SCHED_SLOT_OFFLINE;
-	pthread_mutex_unlock(&s->mu);
+	unlock_sched(s);
 	return n;
 }

@@ -1,9 +1,9 @@
 /*
  * The co-scheduler as the VMM uses it: M physical-CPU slots shared by N vCPU
  * threads, at most M of them inside KVM_RUN at any instant. One mutex guards
- * the pure core (core.h); each vCPU thread blocks on its own condition
- * variable until it is granted a slot, and pins itself to the slot's host
- * CPU. Nothing here knows KVM: the vCPU side is reached through
+ * the pure core (core.h); each vCPU thread sleeps on its own futex word
+ * until it is granted a slot; its granter moves it to the slot's host CPU
+ * and wakes it after unlocking (sched/README.md). Nothing here knows KVM: the vCPU side is reached through
  * struct sched_vcpu_ops.
  *
  * A vCPU thread's loop (all calls from that vCPU's own thread):

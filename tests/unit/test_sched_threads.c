@@ -541,6 +541,133 @@ static void test_pinning(void)
 	cur_case[0] = 0;
 }
 
+/* ---- the hand-off: futex words woken after the unlock ---- */
+
+static atomic_int on_cpu[CPU_SETSIZE];
+
+/* Two yielders on one slot pass it back and forth until stopped. */
+static void *pingpong_main(void *arg)
+{
+	struct fv *f = arg;
+	int r = sched_vcpu_enter(f->s, f->id);
+	while (r == 0) {
+		in_guest();
+		atomic_fetch_add(&f->progress, 1);
+		out_of_guest();
+		r = sched_vcpu_yield_slot(f->s, f->id);
+	}
+	atomic_store(&f->result, r);
+	sched_vcpu_done(f->s, f->id);
+	return NULL;
+}
+
+/*
+ * sched_stop lands anywhere in a hand-off: between the grant and its wake
+ * (issued after the unlock), between a waiter's last look at its word and
+ * its FUTEX_WAIT, or in the wait itself. Every thread must come back with
+ * -ECANCELED; a lost wake-up hangs it, and the join's deadline catches that.
+ */
+static void test_handoff_stop(int rounds)
+{
+	snprintf(cur_case, sizeof(cur_case), " in handoff_stop");
+	for (int round = 0; round < rounds; round++) {
+		struct sched *s = mk("none", 1, 2, 1, NULL, 3600ull * 1000000000ull);
+		sched_start(s);
+		for (int v = 0; v < 2; v++)
+			pthread_create(&fvs[v].th, NULL, pingpong_main, &fvs[v]);
+		/* Spread the stop over the run: from before the first enter to
+		 * well into the ping-pong. */
+		if (round % 4)
+			usleep((useconds_t)(round % 97) * 10);
+		sched_stop(s);
+		bool hung = false;
+		for (int v = 0; v < 2; v++) {
+			struct timespec dl;
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_sec += 20;
+			hung |= pthread_timedjoin_np(fvs[v].th, NULL, &dl) != 0;
+		}
+		CHECK(!hung);
+		if (hung) {
+			printf("handoff_stop: a thread never came back from the stop (round %d)\n", round);
+			exit(1);
+		}
+		for (int v = 0; v < 2; v++)
+			CHECK(atomic_load(&fvs[v].result) == -ECANCELED);
+		CHECK(atomic_load(&max_running) <= 1);
+		sched_destroy(s);
+	}
+	cur_case[0] = 0;
+}
+
+/* Three vCPUs rotate over two slots pinned to two CPUs. */
+static void *rotate_main(void *arg)
+{
+	struct fv *f = arg;
+	int r = sched_vcpu_enter(f->s, f->id);
+	while (r == 0 && !atomic_load(&stop_flag)) {
+		/* Pinned by its grant: it stays on this CPU while it holds
+		 * the slot, so the two holders are never on one CPU. The
+		 * count covers the whole hold: it drops before the yield
+		 * that releases the slot, and rises after the grant. */
+		int cpu = sched_getcpu();
+		CHECK(cpu >= 0 && cpu < CPU_SETSIZE);
+		if (cpu < 0 || cpu >= CPU_SETSIZE)
+			break;
+		CHECK(atomic_fetch_add(&on_cpu[cpu], 1) == 0);
+		uint64_t until = sched_now_ns() + 20000;
+		bool moved = false;
+		while (sched_now_ns() < until)
+			moved |= sched_getcpu() != cpu;
+		CHECK(!moved);
+		atomic_fetch_add(&f->progress, 1);
+		atomic_fetch_sub(&on_cpu[cpu], 1);
+		r = sched_vcpu_yield_slot(f->s, f->id);
+	}
+	atomic_store(&f->result, r);
+	sched_vcpu_done(f->s, f->id);
+	return NULL;
+}
+
+/*
+ * The granter moves the granted thread after the unlock, and the thread
+ * may see its grant before that: whichever comes first, it returns on its
+ * slot's CPU (the woken thread moves itself if need be).
+ */
+static void test_handoff_pinning(void)
+{
+	snprintf(cur_case, sizeof(cur_case), " in handoff_pinning");
+	cpu_set_t set;
+	CHECK(sched_getaffinity(0, sizeof(set), &set) == 0);
+	int cpus[2], n = 0;
+	for (int i = 0; i < CPU_SETSIZE && n < 2; i++)
+		if (CPU_ISSET(i, &set))
+			cpus[n++] = i;
+	if (n < 2) {
+		printf("handoff_pinning: skipped, fewer than 2 CPUs\n");
+		cur_case[0] = 0;
+		return;
+	}
+	struct sched_params p = { .nvcpus = 3, .npcpus = 2, .host_cpu = cpus, .policy = "none",
+				  .slice_ns = 3600ull * 1000000000ull };
+	struct sched *s = mk_params(&p);
+	sched_start(s);
+	for (int v = 0; v < 3; v++)
+		pthread_create(&fvs[v].th, NULL, rotate_main, &fvs[v]);
+	sleep_ms(300);
+	atomic_store(&stop_flag, 1);
+	sched_stop(s);
+	long total = 0;
+	for (int v = 0; v < 3; v++) {
+		pthread_join(fvs[v].th, NULL);
+		total += atomic_load(&fvs[v].progress);
+		CHECK(atomic_load(&fvs[v].result) == -ECANCELED || atomic_load(&fvs[v].result) == 0);
+	}
+	CHECK(total > 3); /* the slots really went round */
+	sched_destroy(s);
+	cur_case[0] = 0;
+}
+
 /* ---- parking: vCPUs that halt inside "KVM_RUN" (the kernel irqchip case) ---- */
 
 static atomic_int halted[MAXV], blocked_now[MAXV];
@@ -825,8 +952,11 @@ static void test_seats(const char *pol, int m, int n)
 	wait_all_progressed(n, before, 5000);
 	for (int v = 0; v < n; v++)
 		CHECK(atomic_load(&fvs[v].progress) > before[v]);
-	atomic_store(&stop_flag, 1);
+	/* The stop first: a thread that saw stop_flag before it would leave
+	 * (DONE) while the scheduler still runs, and its seat, idle now, would
+	 * go back with a SLOT_OFF nobody asked for. */
 	sched_stop(s);
+	atomic_store(&stop_flag, 1);
 	ticker_stop();
 	for (int v = 0; v < n; v++) {
 		pthread_join(fvs[v].th, NULL);
@@ -844,6 +974,8 @@ int main(void)
 	test_single_thread();
 	test_tick();
 	test_pinning();
+	test_handoff_pinning();
+	test_handoff_stop(400);
 	test_deadlock();
 	test_parking();
 	static const char *const pols[] = { "none", "random", "directed", "holder", "pv" };
