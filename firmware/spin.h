@@ -22,6 +22,7 @@
 
 #include "firmware/cpu.h"
 #include "firmware/pv.h"
+#include "firmware/run_meter.h"
 #include "firmware/tsc.h"
 
 struct fw_spin {
@@ -47,9 +48,11 @@ static inline void fw_spin_progress(const struct fw_cpu *self, struct fw_spin *s
 	s->left = self->spin_threshold;
 }
 
-static inline bool fw_spin_pause(const struct fw_cpu *self, struct fw_spin *s)
+/* Also a run-meter tick: a vCPU spinning runs, however long it waits. */
+static inline bool fw_spin_pause(struct fw_cpu *self, struct fw_spin *s)
 {
 	fw_pause();
+	fw_run_tick(&self->run);
 	if (--s->left)
 		return false;
 	s->left = self->spin_threshold;
