@@ -36,7 +36,9 @@ static inline uint64_t fw_run_step(struct fw_run_meter *m, uint64_t now)
 	m->prev = now;
 	if (__builtin_expect(step >= m->gap_min, 0)) {
 		m->gaps++;
-		m->gap_cycles += step;
+		/* A TSC that went back (a migration on a host without a stable
+		 * TSC) is a gap of unknown length: 0, not 2^64 - something. */
+		m->gap_cycles += (int64_t)step < 0 ? 0 : step;
 	}
 	return now;
 }
@@ -78,7 +80,9 @@ static inline uint64_t fw_run_cycles(const struct fw_run_meter *m, uint64_t star
 {
 	uint64_t window = m->prev - start;
 
-	return m->gap_cycles < window ? window - m->gap_cycles : 0;
+	if (m->prev < start || m->gap_cycles >= window)
+		return 0;
+	return window - m->gap_cycles;
 }
 
 #endif
