@@ -23,8 +23,8 @@ struct fw_cpu {
 	volatile struct vmm_shared_page *sp;
 	const struct fw_config *cfg;
 	struct fw_pv_stats stats;
-	/* Written at every spin pause and work step: why it is here, on the
-	 * vCPU's own stack, and not in a shared array. */
+	/* Written at every work step and spin pause: here, on the vCPU's own
+	 * stack, it shares no cache line with another vCPU. */
 	struct fw_run_meter run;
 };
 

@@ -10,8 +10,9 @@
  * posted and the target acts on it when it runs again (KVM's PV TLB flush).
  *
  * Reports per vCPU: "ops" (shootdowns it initiated and completed),
- * "elapsed_ns", "run_ns", "gaps", "gap_ns" (bench_window.h), "requests" (requests it posted), "flushes" (requests it
- * acted on, deferred ones included), "deferred" (targets it did not wait
+ * "elapsed_ns", "run_ns", "gaps", "gap_ns" (bench_window.h), "requests"
+ * (requests it posted), "flushes" (requests it acted on, deferred ones
+ * included), "deferred" (targets it did not wait
  * for), pv_* counts with PV features. After the window every vCPU drains
  * its mailbox once no one can post any more, so sum(flushes) ==
  * sum(requests); the last vCPU to finish checks that.
