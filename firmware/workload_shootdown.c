@@ -12,10 +12,10 @@
  * Reports per vCPU: "ops" (shootdowns it initiated and completed),
  * "elapsed_ns", "run_ns", "gaps", "gap_ns" (bench_window.h), "requests"
  * (requests it posted), "flushes" (requests it acted on, deferred ones
- * included), "deferred" (targets it did not wait
- * for), pv_* counts with PV features. After the window every vCPU drains
- * its mailbox once no one can post any more, so sum(flushes) ==
- * sum(requests); the last vCPU to finish checks that.
+ * included), "deferred" (targets it did not wait for), pv_* counts with
+ * PV features. After the window every vCPU drains its mailbox once no one
+ * can post any more, so sum(flushes) == sum(requests); the last vCPU to
+ * finish checks that.
  */
 #include "firmware/bench_window.h"
 #include "firmware/console.h"
