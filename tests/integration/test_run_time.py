@@ -42,14 +42,23 @@ def test_overcommitted_vcpus_see_the_time_they_lost():
         # after losing its slot, before its forced exit lands: slack)
         assert rep["run_ns_total"] <= 1 * window * 1.1 + 20e6, (wl, rep["run_ns_total"], window)
         assert rep["running_fraction"] < 0.25 * 1.1 + 0.07, (wl, rep["running_fraction"])
+        # alone on the slot, the same workload runs a larger part of its
+        # window: 4x in theory. Not "most of it": in the nested KVM (TCG)
+        # the emulator's own pauses are gaps too, 30-70 % of a window
+        alone, _ = _run(1, 1, wl)
+        assert alone["running_fraction"] > 2 * rep["running_fraction"], (wl, alone["running_fraction"],
+                                                                         rep["running_fraction"])
     # the table says it too
     out = vmm("-c", "4", "--pcpus", "1", "--duration", "50ms", json_report=False).stdout
     assert "\nrunning    " in out and "% of 4 vCPUs" in out, out
 
 
-@harness.nested_stage
 def test_a_vcpu_with_its_own_slot_runs_most_of_its_window():
+    """Where the host does not pause the guest itself (not the nested KVM's
+    emulator, not under the sanitizers), a vCPU with a slot of its own sees
+    few gaps."""
     need_kvm()
+    harness.need_timing("a vCPU with its own slot runs >= 80 % of its window")
     for wl in WORKLOADS:
         rep, reps = _run(2, 2, wl)
         for x in reps:
