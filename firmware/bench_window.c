@@ -1,4 +1,5 @@
 #include "firmware/bench_window.h"
+#include "firmware/hypercall.h"
 #include "firmware/tsc.h"
 
 /* Each on its own cache line: arrivals hammer one, the spinners read another. */
@@ -10,7 +11,7 @@ static struct {
 	uint64_t total_ops;
 } win;
 
-void fw_window_start(const struct fw_cpu *self, struct fw_window *w)
+void fw_window_start(struct fw_cpu *self, struct fw_window *w)
 {
 	const struct fw_config *cfg = self->cfg;
 
@@ -28,6 +29,33 @@ void fw_window_start(const struct fw_cpu *self, struct fw_window *w)
 	}
 	w->start_tsc = win.start_tsc;
 	w->deadline_tsc = win.deadline_tsc;
+	/* From the common start, not from when this vCPU saw go: a vCPU taken
+	 * off its slot while it waited for go lost window time too. */
+	fw_run_start(&self->run, w->start_tsc, cfg->tsc_hz);
+}
+
+uint64_t fw_window_stop(struct fw_cpu *self, struct fw_window *w)
+{
+	w->end_tsc = fw_run_tick(&self->run);
+	w->run_cycles = fw_run_cycles(&self->run, w->start_tsc);
+	w->gaps = self->run.gaps;
+	w->gap_cycles = self->run.gap_cycles;
+	return w->end_tsc;
+}
+
+static uint64_t to_ns(uint64_t cycles, uint64_t tsc_hz)
+{
+	return fw_muldiv64(cycles, 1000000000ull, tsc_hz);
+}
+
+void fw_window_report(const struct fw_cpu *self, const struct fw_window *w)
+{
+	uint64_t hz = self->cfg->tsc_hz;
+
+	fw_report("elapsed_ns", to_ns(w->end_tsc - w->start_tsc, hz));
+	fw_report("run_ns", to_ns(w->run_cycles, hz));
+	fw_report("gaps", w->gaps);
+	fw_report("gap_ns", to_ns(w->gap_cycles, hz));
 }
 
 bool fw_window_finish(const struct fw_cpu *self, uint64_t ops, uint64_t *total_ops)

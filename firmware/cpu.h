@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "firmware/dt_config.h"
+#include "firmware/run_meter.h"
 #include "hypercalls/abi.h"
 
 /* Hypercalls the PV paths made; only slow paths bump these. */
@@ -22,6 +23,9 @@ struct fw_cpu {
 	volatile struct vmm_shared_page *sp;
 	const struct fw_config *cfg;
 	struct fw_pv_stats stats;
+	/* Written at every work step and spin pause: here, on the vCPU's own
+	 * stack, it shares no cache line with another vCPU. */
+	struct fw_run_meter run;
 };
 
 static inline volatile struct vmm_shared_page *fw_shared_page(const struct fw_config *cfg,

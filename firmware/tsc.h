@@ -33,17 +33,4 @@ static inline uint64_t fw_muldiv64(uint64_t a, uint64_t b, uint64_t c)
 	return q;
 }
 
-/* Simulated work: burns `cycles` TSC cycles. Deliberately no PAUSE, so a
- * host that watches pause loops never mistakes work for spinning. */
-static inline void fw_busy_cycles(uint64_t cycles)
-{
-	uint64_t t0;
-
-	if (!cycles)
-		return;
-	t0 = fw_rdtsc();
-	while (fw_rdtsc() - t0 < cycles)
-		__asm__ volatile("" ::: "memory");
-}
-
 #endif

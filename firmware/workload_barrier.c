@@ -6,7 +6,7 @@
  * every vCPU stops after the same phase.
  *
  * Reports per vCPU: "ops" (phases completed, equal on every vCPU),
- * "elapsed_ns", "early_releases" (times this vCPU left a barrier before
+ * "elapsed_ns", "run_ns", "gaps", "gap_ns" (bench_window.h), "early_releases" (times this vCPU left a barrier before
  * its neighbour had arrived: must be 0), pv_* counts with PV features.
  * The last vCPU to finish checks sum(ops) == num_cpus * phases.
  */
@@ -99,7 +99,7 @@ static bool barrier_wait(struct fw_cpu *self, const struct barrier_params *p, ui
 
 	__atomic_store_n(&cpu_state[self->idx].arrived, g + 1, __ATOMIC_RELAXED);
 	if (__atomic_add_fetch(&bar.count, 1, __ATOMIC_ACQ_REL) == self->cfg->num_cpus) {
-		barrier_release(self, g, fw_rdtsc() >= p->deadline);
+		barrier_release(self, g, fw_run_tick(&self->run) >= p->deadline);
 	} else {
 		uint32_t seen = __atomic_load_n(&bar.count, __ATOMIC_RELAXED);
 
@@ -129,7 +129,7 @@ static uint32_t barrier_run(struct fw_cpu *self)
 	const struct fw_config *cfg = self->cfg;
 	struct barrier_params p;
 	struct fw_window w;
-	uint64_t phases = 0, early = 0, end, total;
+	uint64_t phases = 0, early = 0, total;
 	uint32_t neighbour = (self->idx + 1) % cfg->num_cpus;
 	bool last;
 
@@ -147,17 +147,17 @@ static uint32_t barrier_run(struct fw_cpu *self)
 	fw_window_start(self, &w);
 	p.deadline = w.deadline_tsc;
 	do {
-		fw_busy_cycles(p.work_cycles);
+		fw_run_busy(&self->run, p.work_cycles);
 		last = barrier_wait(self, &p, (uint32_t)phases);
 		phases++;
 		/* Cheap self-check: nobody leaves before everyone arrived. */
 		if (__atomic_load_n(&cpu_state[neighbour].arrived, __ATOMIC_RELAXED) < phases)
 			early++;
 	} while (!last);
-	end = fw_rdtsc();
+	fw_window_stop(self, &w);
 
 	fw_report("ops", phases);
-	fw_report("elapsed_ns", fw_muldiv64(end - w.start_tsc, 1000000000ull, cfg->tsc_hz));
+	fw_window_report(self, &w);
 	fw_report("early_releases", early);
 	fw_pv_report(self);
 	/* Published before fw_window_finish's release, read after the last

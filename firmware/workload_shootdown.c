@@ -10,11 +10,12 @@
  * posted and the target acts on it when it runs again (KVM's PV TLB flush).
  *
  * Reports per vCPU: "ops" (shootdowns it initiated and completed),
- * "elapsed_ns", "requests" (requests it posted), "flushes" (requests it
- * acted on, deferred ones included), "deferred" (targets it did not wait
- * for), pv_* counts with PV features. After the window every vCPU drains
- * its mailbox once no one can post any more, so sum(flushes) ==
- * sum(requests); the last vCPU to finish checks that.
+ * "elapsed_ns", "run_ns", "gaps", "gap_ns" (bench_window.h), "requests"
+ * (requests it posted), "flushes" (requests it acted on, deferred ones
+ * included), "deferred" (targets it did not wait for), pv_* counts with
+ * PV features. After the window every vCPU drains its mailbox once no one
+ * can post any more, so sum(flushes) == sum(requests); the last vCPU to
+ * finish checks that.
  */
 #include "firmware/bench_window.h"
 #include "firmware/console.h"
@@ -142,7 +143,7 @@ static uint32_t shootdown_run(struct fw_cpu *self)
 {
 	const struct fw_config *cfg = self->cfg;
 	uint32_t work_cycles, pv_shootdown, countdown = self->idx;
-	uint64_t ops = 0, requests = 0, deferred = 0, end, total;
+	uint64_t ops = 0, requests = 0, deferred = 0, total;
 	struct shootdown d = { .n = cfg->num_cpus, .stride = (cfg->num_cpus + 15) & ~15u };
 	struct fw_window w;
 
@@ -160,7 +161,7 @@ static uint32_t shootdown_run(struct fw_cpu *self)
 	}
 
 	fw_window_start(self, &w);
-	while (fw_rdtsc() < w.deadline_tsc) {
+	while (fw_run_tick(&self->run) < w.deadline_tsc) {
 		/* First thing: a vCPU back from preemption acts on what it missed. */
 		poll_mailbox(&d, self);
 		if (countdown-- == 0) {
@@ -168,13 +169,13 @@ static uint32_t shootdown_run(struct fw_cpu *self)
 			deferred += initiate(&d, self, &requests);
 			ops++;
 		}
-		fw_busy_cycles(work_cycles);
+		fw_run_busy(&self->run, work_cycles);
 	}
-	end = fw_rdtsc();
+	fw_window_stop(self, &w);
 	drain(&d, self);
 
 	fw_report("ops", ops);
-	fw_report("elapsed_ns", fw_muldiv64(end - w.start_tsc, 1000000000ull, cfg->tsc_hz));
+	fw_window_report(self, &w);
 	fw_report("requests", requests);
 	fw_report("flushes", d.flushes);
 	fw_report("deferred", deferred);

@@ -171,7 +171,8 @@ static struct fixture *fixture_new(void)
 	s->status = VMM_EXIT_GUEST_FAULT;
 	s->all = (struct vm_summary){ .ops_total = 10000001, .ops_vcpus = 2, .elapsed_ns = 2000000000,
 				      .ops_per_s = 5000000.5, .have_counter = true, .counter = 10000001,
-				      .mutual_exclusion_ok = false };
+				      .mutual_exclusion_ok = false, .run_ns_total = 1500000000, .run_vcpus = 2,
+				      .running_fraction = 0.375 };
 	x->vm_sum[0] = (struct vm_summary){ .ops_total = 0, .ops_vcpus = 1, .elapsed_ns = 0, .ops_per_s = NAN };
 	s->vm = x->vm_sum;
 	s->exits = (struct vcpu_exit_counts){ .total = 201, .hypercall = 100, .io = 40, .mmio = 20, .hlt = 10,
@@ -263,6 +264,50 @@ static void test_matches_golden(void)
 	unlink(out);
 }
 
+static void set_report(struct hc_vcpu_reports *rep, const char *key, uint64_t value)
+{
+	snprintf(rep->e[rep->n].key, sizeof(rep->e[rep->n].key), "%s", key);
+	rep->e[rep->n++].value = value;
+}
+
+/* The run-level running time is summed from the guests' "run_ns" reports,
+ * over only the vCPUs that sent one, against the longest window. */
+static void test_summary_running_time(void)
+{
+	struct fixture *x = fixture_new();
+	CHECK(x != NULL);
+	if (!x)
+		return;
+	struct run_summary s;
+	x->reports[0].n = x->reports[1].n = 0;
+	CHECK_EQ(report_summarize(&x->r, 0, &s), 0);
+	CHECK_EQ(s.all.run_vcpus, 0);
+	CHECK(s.all.running_fraction == 0.0);
+	report_summary_free(&s);
+
+	set_report(&x->reports[0], "elapsed_ns", 400000000);
+	set_report(&x->reports[0], "run_ns", 100000000);
+	set_report(&x->reports[1], "elapsed_ns", 300000000);
+	set_report(&x->reports[1], "run_ns", 60000000);
+	CHECK_EQ(report_summarize(&x->r, 0, &s), 0);
+	CHECK_EQ(s.vm[0].run_ns_total, 160000000);
+	CHECK_EQ(s.vm[0].run_vcpus, 2);
+	CHECK_EQ(s.all.run_ns_total, 160000000);
+	CHECK_EQ(s.all.run_vcpus, 2);
+	/* 160 ms of 2 x 400 ms (the longest window) */
+	CHECK(fabs(s.all.running_fraction - 0.2) < 1e-12);
+	CHECK(fabs(s.vm[0].running_fraction - 0.2) < 1e-12);
+	report_summary_free(&s);
+
+	/* a vCPU without the key does not count as one that never ran */
+	x->reports[1].n = 1;
+	CHECK_EQ(report_summarize(&x->r, 0, &s), 0);
+	CHECK_EQ(s.all.run_vcpus, 1);
+	CHECK(fabs(s.all.running_fraction - 0.25) < 1e-12);
+	report_summary_free(&s);
+	fixture_free(x);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--write-golden")) {
@@ -272,5 +317,6 @@ int main(int argc, char **argv)
 		return rc ? 1 : 0;
 	}
 	RUN(test_matches_golden);
+	RUN(test_summary_running_time);
 	return check_summary();
 }

@@ -55,6 +55,14 @@ static void add_stats(struct sched_vcpu_stats *t, const struct sched_vcpu_stats 
 	sched_hist_merge(&t->kick_latency, &x->kick_latency);
 }
 
+/* Of the time the reporting vCPUs could have run in the longest window:
+ * with more vCPUs than slots it is at most slots / vCPUs. */
+static void running_fraction(struct vm_summary *s)
+{
+	if (s->run_vcpus && s->elapsed_ns)
+		s->running_fraction = (double)s->run_ns_total / ((double)s->run_vcpus * (double)s->elapsed_ns);
+}
+
 static void summarize_vm(const struct vm *vm, struct vm_summary *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -70,9 +78,14 @@ static void summarize_vm(const struct vm *vm, struct vm_summary *s)
 			s->have_counter = true;
 			s->counter = v;
 		}
+		if (hc_report_get(&vm->hc, i, "run_ns", &v)) {
+			s->run_ns_total += v;
+			s->run_vcpus++;
+		}
 	}
 	if (s->elapsed_ns)
 		s->ops_per_s = (double)s->ops_total * 1e9 / (double)s->elapsed_ns;
+	running_fraction(s);
 	s->mutual_exclusion_ok = s->have_counter && s->counter == s->ops_total;
 }
 
@@ -96,6 +109,8 @@ int report_summarize(const struct run *r, int status, struct run_summary *s)
 		s->all.ops_per_s += v->ops_per_s;
 		if (v->elapsed_ns > s->all.elapsed_ns)
 			s->all.elapsed_ns = v->elapsed_ns;
+		s->all.run_ns_total += v->run_ns_total;
+		s->all.run_vcpus += v->run_vcpus;
 		s->all.have_counter &= v->have_counter;
 		s->all.mutual_exclusion_ok &= v->mutual_exclusion_ok;
 		s->all.counter += v->counter;
@@ -104,6 +119,7 @@ int report_summarize(const struct run *r, int status, struct run_summary *s)
 	}
 	if (!s->all.have_counter)
 		s->all.mutual_exclusion_ok = false;
+	running_fraction(&s->all);
 	for (unsigned g = 0; r->sched && g < r->nvcpus; g++) {
 		sched_stats(r->sched, (int)g, &s->st[g]);
 		add_stats(&s->st_all, &s->st[g]);
@@ -221,6 +237,10 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 	if (s->all.ops_vcpus) {
 		fprintf(out, "ops/s      %.0f  (%llu ops in %.3f s)\n", s->all.ops_per_s,
 			(unsigned long long)s->all.ops_total, (double)s->all.elapsed_ns / 1e9);
+		if (s->all.run_vcpus)
+			fprintf(out, "running    %.1f%% of %u vCPUs x %.3f s (%.3f s run in all; the guest's own TSC)\n",
+				100.0 * s->all.running_fraction, s->all.run_vcpus,
+				(double)s->all.elapsed_ns / 1e9, (double)s->all.run_ns_total / 1e9);
 		for (unsigned k = 0; k < r->nvms; k++) {
 			char who[16] = "";
 			if (r->nvms > 1)

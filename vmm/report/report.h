@@ -18,6 +18,11 @@ struct vm_summary {
 	unsigned ops_vcpus;  /* vCPUs that reported "ops" */
 	uint64_t elapsed_ns; /* longest measured window a vCPU reported */
 	double ops_per_s;
+	/* The guest's own running time ("run_ns": its window less the gaps it
+	 * saw in its TSC), summed; the fraction is of run_vcpus x elapsed_ns. */
+	uint64_t run_ns_total;
+	unsigned run_vcpus; /* vCPUs that reported "run_ns" */
+	double running_fraction;
 	bool have_counter;
 	uint64_t counter;
 	bool mutual_exclusion_ok;

@@ -231,6 +231,13 @@ static void json_vm_summary(struct json_out *o, json_t *parent, const struct vm_
 		json_out_null(o, parent, "ops_total");
 	}
 	json_out_u64(o, parent, "elapsed_ns", v->elapsed_ns);
+	if (v->run_vcpus) {
+		json_out_u64(o, parent, "run_ns_total", v->run_ns_total);
+		json_out_f64(o, parent, "running_fraction", v->running_fraction);
+	} else {
+		json_out_null(o, parent, "run_ns_total");
+		json_out_null(o, parent, "running_fraction");
+	}
 	if (v->have_counter) {
 		json_out_u64(o, parent, "counter", v->counter);
 		json_out_bool(o, parent, "mutual_exclusion_ok", v->mutual_exclusion_ok);
