@@ -10,7 +10,7 @@
 #include "vmm/sandbox/seccomp_table.h"
 
 static const struct seccomp_row rows[] = {
-	SC_ALLOW("futex", "pthread mutexes and condition variables (scheduler, run control)"),
+	SC_ALLOW("futex", "pthread mutexes, the scheduler's per-vCPU grant words, run control"),
 	SC_ALLOW("rt_sigprocmask", "glibc blocks signals around thread exit and in abort()"),
 	SC_ALLOW("rt_sigreturn", "returning from the kick signal's handler"),
 	SC_ALLOW("restart_syscall", "a sleep interrupted by the kick signal resumes"),
