@@ -24,16 +24,32 @@ def test_thousands_of_wait_kick_pairs_lose_nothing():
         assert lat["count"] > 0 and 0 < lat["p50"] <= lat["p99"] <= max(lat["max"], lat["p99"]), lat
 
 
+def _exclusive_and_live(lock, pol, cpus):
+    """Mutual exclusion, exactly, in every run. Liveness (every vCPU got
+    the lock at least once) within 150 ms is a matter of luck for the
+    unfair kinds (a tas waiter can lose every race in so short a window;
+    seen about once in 200 runs in the nested KVM): a vCPU with no
+    operation gets one rerun four times as long, where it must have some."""
+    for duration in ("150ms", "600ms"):
+        r = vmm("-c", str(cpus), "--pcpus", "2", "--lock", lock, "--yield", pol, "--duration", duration,
+                "--spin-threshold", "256", "-q")
+        assert r.rc == 0, (lock, pol, cpus, r)
+        ops = [v["ops"] for v in r.report["vcpus"]]
+        assert r.report["counter"] == sum(o or 0 for o in ops) == r.report["ops_total"], (lock, pol, cpus, ops)
+        assert r.report["mutual_exclusion_ok"] is True, (lock, pol, cpus)
+        if all(o is not None and o > 0 for o in ops):
+            return
+        print(f"    {lock}/{pol} {cpus} vCPUs: a vCPU without an operation in {duration}: {ops}")
+    check_mutual_exclusion(r.report)
+
+
 @harness.nested_stage
 def test_every_lock_kind_every_policy_keeps_mutual_exclusion():
     need_kvm()
     for lock in LOCKS:
         for pol in POLICIES:
             for cpus in (4, 8):
-                r = vmm("-c", str(cpus), "--pcpus", "2", "--lock", lock, "--yield", pol, "--duration", "150ms",
-                        "--spin-threshold", "256", "-q")
-                assert r.rc == 0, (lock, pol, cpus, r)
-                check_mutual_exclusion(r.report)
+                _exclusive_and_live(lock, pol, cpus)
     # and with the PV paths switched off, the PV kinds fall back to spinning
     for lock in ("pvticket", "pvmcs"):
         r = vmm("-c", "4", "--pcpus", "2", "--lock", lock, "--pv-spinlock", "off", "--duration", "150ms", "-q")
