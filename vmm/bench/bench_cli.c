@@ -107,7 +107,7 @@ static int numbers(const char *opt, const char *arg, double max, bool fractions,
 		}
 		if (end == s.v[i] || *end || errno || !(v > 0) || v > max ||
 		    (!fractions && v != floor(v)))
-			return parse_fail(err, errlen, "%s: '%s' is not a %s from %s to %g", opt, s.v[i],
+			return parse_fail(err, errlen, "%s: '%s' is not a %s from %s to %.0f", opt, s.v[i],
 				    fractions ? "number" : "whole number", fractions ? "above 0" : "1", max);
 		out->v[i] = v;
 	}
@@ -121,7 +121,7 @@ static int numbers_from(const char *opt, const char *arg, double min, double max
 	int r = numbers(opt, arg, max, false, out, err, errlen);
 	for (unsigned i = 0; !r && i < out->n; i++) {
 		if (out->v[i] < min)
-			return parse_fail(err, errlen, "%s: '%g' is not a whole number from %g to %g", opt,
+			return parse_fail(err, errlen, "%s: '%g' is not a whole number from %.0f to %.0f", opt,
 					  out->v[i], min, max);
 		for (unsigned k = 0; k < i; k++)
 			if (out->v[k] == out->v[i])
