@@ -26,6 +26,10 @@ struct fw_cpu {
 	/* Written at every work step and spin pause: here, on the vCPU's own
 	 * stack, it shares no cache line with another vCPU. */
 	struct fw_run_meter run;
+	/* Guest-timed slices (VMM_PV_GUEST_SLICE, lock.h): the slice_seq last
+	 * seen and when that slice ends by our TSC; UINT64_MAX: not timing. */
+	uint32_t slice_seq;
+	uint64_t slice_end;
 };
 
 static inline volatile struct vmm_shared_page *fw_shared_page(const struct fw_config *cfg,

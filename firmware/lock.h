@@ -25,6 +25,7 @@
 #include "firmware/cpu.h"
 #include "firmware/pv.h"
 #include "firmware/spin.h"
+#include "firmware/tsc.h"
 
 #define FW_LOCK_SIZE 128
 
@@ -55,11 +56,42 @@ const struct lock_ops *fw_lock_find(const char *name);
 /* "ticket, tas" into buf, for error messages. */
 const char *fw_lock_names(char *buf, unsigned len);
 
+/*
+ * Guest-timed slices (VMM_PV_GUEST_SLICE, ABI.md 7): the VMM says how long
+ * each slice is and whether anyone queues; we time it from when we first
+ * see its number, and leave at a lock boundary once it is over with
+ * someone queued. The VMM then needs no wake-up at the slice end, and arms
+ * only the hard deadline. The common case is two loads of our own page,
+ * and a TSC read only while someone queues.
+ */
+static inline int fw_slice_over(struct fw_cpu *self)
+{
+	uint32_t seq = __atomic_load_n(&self->sp->slice_seq, __ATOMIC_ACQUIRE);
+	if (seq != self->slice_seq) {
+		self->slice_seq = seq;
+		self->slice_end = fw_rdtsc() + self->sp->slice_tsc;
+	}
+	return self->sp->contended && fw_rdtsc() >= self->slice_end;
+}
+
+/* Leave; if the VMM declined (no new slice number: nobody left to take the
+ * CPU, or its clock disagrees), stop asking until the next slice. */
+static inline void fw_slice_yield(struct fw_cpu *self)
+{
+	uint32_t seq = self->slice_seq;
+	fw_pv_yield_to(self, -1);
+	if (__atomic_load_n(&self->sp->slice_seq, __ATOMIC_ACQUIRE) == seq)
+		self->slice_end = UINT64_MAX;
+}
+
 static inline void fw_lock_acquire(const struct lock_ops *ops, union fw_lock *l,
 				   struct fw_cpu *self)
 {
 	uint32_t depth = self->sp->in_critical;
 
+	/* Outside any lock region: a slice that ran out ends here. */
+	if (!depth && (self->pv & VMM_PV_GUEST_SLICE) && fw_slice_over(self))
+		fw_slice_yield(self);
 	self->sp->in_critical = depth + 1;
 	/*
 	 * Entering the lock region is a safe point too, and the one that must
@@ -93,8 +125,12 @@ static inline void fw_lock_release(const struct lock_ops *ops, union fw_lock *l,
 	 * lock region. preempt_pending is first because it is almost always
 	 * 0, so the fast path costs one load of our own page. No fence: a
 	 * request that races with this store is caught at the next acquire. */
-	if (!depth && self->sp->preempt_pending && (self->pv & VMM_PV_SAFE_POINT))
+	if (depth || !(self->pv & VMM_PV_SAFE_POINT))
+		return;
+	if (self->sp->preempt_pending)
 		fw_pv_yield_to(self, -1);
+	else if ((self->pv & VMM_PV_GUEST_SLICE) && fw_slice_over(self))
+		fw_slice_yield(self);
 }
 
 #endif

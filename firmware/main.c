@@ -64,5 +64,9 @@ void fw_main(const void *fdt, uint64_t vcpu)
 	self.sp->spinning_since = 0;
 	self.sp->in_critical = 0;
 	self.sp->waiting_for = -1;
+	self.slice_end = UINT64_MAX;
+	/* Our lock boundaries end our slices (lock.h): say so before any. */
+	if (self.pv & VMM_PV_GUEST_SLICE)
+		self.sp->guest_slice = 1;
 	fw_exit(w->run(&self));
 }

@@ -2,7 +2,7 @@
 #include "firmware/pv.h"
 
 static const char *const pv_bit_names[] = {
-	"wait-kick", "yield", "spin-exit", "spin-hint", "safe-point", "preempted",
+	"wait-kick", "yield", "spin-exit", "spin-hint", "safe-point", "preempted", "guest-slice",
 };
 
 const char *fw_pv_names(uint32_t features, char *buf, unsigned len)

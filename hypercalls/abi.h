@@ -58,6 +58,7 @@ enum vmm_hc_nr {
 #define VMM_PV_SPIN_HINT (1u << 3)  /* spinning_since is read (--spin-detect hint) */
 #define VMM_PV_SAFE_POINT (1u << 4) /* preempt_pending is set (safe-point preemption) */
 #define VMM_PV_PREEMPTED (1u << 5)  /* preempted is maintained (co-scheduler on) */
+#define VMM_PV_GUEST_SLICE (1u << 6) /* slice_tsc/slice_seq/contended: the guest may end its own slices */
 
 #define VMM_REPORT_KEY_MAX 31 /* bytes, not counting the NUL */
 #define VMM_CONSOLE_WRITE_MAX 4096
@@ -82,7 +83,13 @@ struct vmm_shared_page {
 	uint32_t kick_pending;    /* VMM: a kick arrived that no wait consumed */
 	uint32_t reserved0;
 	uint64_t steal_ns;        /* VMM: time runnable but not running */
-	uint8_t reserved[4096 - 48];
+	/* VMM_PV_GUEST_SLICE (ABI.md 7): */
+	uint64_t slice_tsc;       /* VMM: length of the slice that slice_seq starts, in TSC ticks */
+	uint32_t slice_seq;       /* VMM: a new number (never 0) at each slice start, after slice_tsc */
+	uint32_t contended;       /* VMM: 1 while another vCPU waits for a physical CPU */
+	uint32_t guest_slice;     /* guest: 1 = I end my slices myself */
+	uint32_t reserved1;
+	uint8_t reserved[4096 - 72];
 };
 
 _Static_assert(sizeof(struct vmm_shared_page) == 4096, "shared page is one page");

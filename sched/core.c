@@ -31,7 +31,7 @@ void sc_emit(struct sched_core *c, enum sched_action_kind k, int v, int val)
 
 struct sched_hint sched_core_get_hint(const struct sched_core *c, int v)
 {
-	struct sched_hint h = { 0, false, -1 };
+	struct sched_hint h = { 0, false, -1, false };
 	if (c->hint)
 		c->hint(c->hint_ctx, v, &h);
 	return h;
@@ -169,6 +169,7 @@ void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
 		c->slot[slot].slice_start = now;
 	x->resume_due = true;
 	x->fresh_slice = fresh;
+	c->gs_dirty = true;
 	x->slot = slot;
 	x->preempt_req = false;
 	x->handoff_to = -1;
@@ -312,6 +313,7 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	c->ple_window_ns = p->ple_window_ns ? p->ple_window_ns : SCHED_DEFAULT_PLE_WINDOW_NS;
 	c->defer_max_ns = p->defer_max_ns ? p->defer_max_ns : SCHED_DEFAULT_DEFER_MAX_NS;
 	c->defer = p->defer;
+	c->guest_slice = p->guest_slice;
 	c->halt_check_ns = p->halt_check_ns;
 	c->spin_sources = p->spin_sources;
 	c->slots_offline = p->slots_offline;
@@ -425,7 +427,8 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 			int v = c->slot[s].vcpu;
 			if (v < 0 || sc_outgoing(&c->v[v]))
 				continue;
-			uint64_t t = c->slot[s].slice_start + c->slice_ns;
+			uint64_t t = sc_gslice(c, v) ? sc_gslice_hard(c, s) :
+				     c->slot[s].slice_start + c->slice_ns;
 			if (t < d)
 				d = t;
 		}

@@ -48,6 +48,7 @@ struct sched_hint {
 	uint64_t spinning_since; /* ns, same clock as now; 0 = not spinning */
 	bool in_critical;
 	int waiting_for;         /* vCPU index or -1 */
+	bool guest_slice;        /* the guest times its own slices (core_gslice.c) */
 };
 typedef void (*sched_core_hint_fn)(void *ctx, int v, struct sched_hint *out);
 /* Is v's thread blocked inside the host kernel right now? */
@@ -66,6 +67,8 @@ enum sched_action_kind {
 	SCHED_ACT_SET_KICK_PENDING,    /* shared-page flag := val */
 	SCHED_ACT_SLOT_OFF,            /* slot val is offline now (v = -1) */
 	SCHED_ACT_SLOT_DEMAND,         /* val slots could be used now (v = -1) */
+	SCHED_ACT_SET_CONTENDED,       /* shared-page flag := val: someone queues */
+	SCHED_ACT_NEW_SLICE,           /* v's slice starts now and lasts val us */
 };
 
 struct sched_action {
@@ -84,6 +87,11 @@ struct sched_vcore {
 	bool preempt_req;        /* FORCE_EXIT sent, slot not yet given back */
 	int handoff_to;          /* who gets the slot when it is given back */
 	bool preempt_pending;    /* safe-point deferral in progress */
+	bool contended;          /* mirror of the shared-page flag */
+	bool gs_declined;        /* refused an early slice end: the guest stops
+				    timing this slice (core_gslice.c) */
+	bool gs_guest;           /* hint.guest_slice, as last read by one of
+				    its own thread's events */
 	uint32_t pending_seq;    /* the number of the last request */
 	uint64_t defer_deadline;
 	bool preempted;          /* mirror of the shared-page flag */
@@ -136,6 +144,10 @@ struct sched_core {
 	uint64_t slice_ns, ple_window_ns, defer_max_ns;
 	unsigned spin_sources;
 	bool defer;
+	bool guest_slice;        /* params.guest_slice */
+	bool contended;          /* nrunnable > 0, as the guests were told */
+	bool gs_dirty;           /* a grant since the last sync of the flag */
+	uint64_t contended_since;
 	const struct sched_policy *pol;
 	void *pstate;            /* the policy's own */
 	struct sched_vcore *v;

@@ -85,6 +85,13 @@ const char *sched_core_check(const struct sched_core *c)
 	why = sc_check_index(c);
 	if (why)
 		return why;
+	/* guest-timed slices: every slot holder's page says whether anyone
+	 * queues (core_gslice.c) */
+	if (c->started && c->contended != (runnable > 0))
+		return "contended does not say whether anyone queues";
+	for (int v = 0; c->guest_slice && c->started && v < c->nvcpus; v++)
+		if (c->v[v].state == SCHED_ST_RUNNING && c->v[v].contended != c->contended)
+			return "a slot holder's contended flag is stale";
 	if (c->slots_offline) {
 		int want = running + runnable < c->nslots ? running + runnable : c->nslots;
 		if (c->demand != want)

@@ -77,11 +77,22 @@ static void slice_ends(struct sched_core *c, uint64_t now)
 		int v = c->slot[s].vcpu;
 		if (v < 0 || sc_outgoing(&c->v[v]) || now - c->slot[s].slice_start < c->slice_ns)
 			continue;
+		/* A guest that times its slice leaves by itself: only its
+		 * hard deadline is the core's business. */
+		if (sc_gslice(c, v) && now < sc_gslice_hard(c, s))
+			continue;
 		e[k++] = (struct sched_slot_end){ c->slot[s].slice_start, s };
 	}
 	qsort(e, (size_t)k, sizeof(*e), cmp_ended);
 	for (int i = 0; i < k && budget > 0; i++) {
 		int v = c->slot[e[i].slot].vcpu;
+		if (sc_gslice(c, v)) {
+			c->v[v].st.deferrals_hard++;
+			sc_trace(c, SCHED_TR_DEFER_HARD, v, -1, now);
+			force_out(c, v, true, now);
+			budget--;
+			continue;
+		}
 		enum sched_slice_verdict vd = c->pol->on_slice_end ?
 			c->pol->on_slice_end(c, v, now) : SCHED_SLICE_PREEMPT;
 		if (vd == SCHED_SLICE_CONTINUE) {
@@ -243,6 +254,7 @@ void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 	struct sched_vcore *x = &c->v[v];
 	if (x->state != SCHED_ST_RUNNING)
 		return;
+	sc_gslice_learn(c, v);
 	if (x->preempt_req) {
 		sched_core_yield(c, v, now);
 		return;
@@ -261,6 +273,12 @@ void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 			return;
 		}
 		x->st.spins_queued_kept++;
+	} else if (sc_gslice(c, v) && sc_gslice_expired(c, v, now) &&
+		   !sched_core_get_hint(c, v).in_critical && sc_gslice_waiting(c) > 0) {
+		/* The same safe point for a guest-timed slice that is over. */
+		x->st.guest_slice_yields++;
+		sched_core_yield(c, v, now);
+		return;
 	}
 	if (!(c->spin_sources & source))
 		return;
@@ -286,10 +304,13 @@ void sched_core_safe_point(struct sched_core *c, int v, uint64_t now)
 	struct sched_vcore *x = &c->v[v];
 	if (x->state != SCHED_ST_RUNNING)
 		return;
+	sc_gslice_learn(c, v);
 	if (x->preempt_req || (x->preempt_pending && (c->nrunnable > 0 || sc_leaving(c, v))))
 		sched_core_yield(c, v, now);
-	else
+	else if (x->preempt_pending)
 		sc_set_pending(c, v, false);
+	else if (sc_gslice(c, v) && sc_gslice_claim(c, v, now))
+		sched_core_yield(c, v, now);
 }
 
 static int sleep_on(struct sched_core *c, int v, enum sched_vstate s,
@@ -431,6 +452,8 @@ void sched_core_resumed(struct sched_core *c, int v, uint64_t now)
 		sc_set_pending(c, v, false);
 	if (dropped || x->fresh_slice)
 		c->slot[x->slot].slice_start = now;
+	sc_gslice_learn(c, v);
+	sc_gslice_new_slice(c, v, now);
 	/* A slot going offline must still be given back: ask anew, with a
 	 * new number the guest can see (ABI.md 7). */
 	if (dropped && sc_leaving(c, v))

@@ -40,6 +40,15 @@ void sc_index_q_pushed(struct sched_core *c, int v, bool front, bool crit);
 void sc_index_q_removed(struct sched_core *c, int v);
 /* core_check_index.c: NULL, or the index that is wrong */
 const char *sc_check_index(const struct sched_core *c);
+/* core_gslice.c */
+bool sc_gslice(const struct sched_core *c, int v);
+void sc_gslice_learn(struct sched_core *c, int v);
+uint64_t sc_gslice_hard(const struct sched_core *c, int slot);
+bool sc_gslice_expired(const struct sched_core *c, int v, uint64_t now);
+int sc_gslice_waiting(const struct sched_core *c);
+bool sc_gslice_claim(struct sched_core *c, int v, uint64_t now);
+void sc_gslice_new_slice(struct sched_core *c, int v, uint64_t now);
+void sc_gslice_sync(struct sched_core *c);
 /* core_halts.c */
 void sc_halt_checks(struct sched_core *c, uint64_t now);
 void sc_unpark(struct sched_core *c, int v, bool in_guest, uint64_t now);

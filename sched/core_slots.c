@@ -20,6 +20,7 @@ void sc_slot_freed(struct sched_core *c, int slot, uint64_t now)
 void sc_end_event(struct sched_core *const *cp)
 {
 	struct sched_core *c = *cp;
+	sc_gslice_sync(c);
 	if (!c->slots_offline)
 		return;
 	int want = c->nrunning + c->nrunnable;

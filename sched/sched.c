@@ -84,6 +84,7 @@ static void read_hint(void *ctx, int v, struct sched_hint *out)
 	out->spinning_since = x->ops->spinning_since_ns ? x->ops->spinning_since_ns(x->opaque) : 0;
 	out->in_critical = x->ops->in_critical ? x->ops->in_critical(x->opaque) : false;
 	out->waiting_for = x->ops->waiting_for ? x->ops->waiting_for(x->opaque) : -1;
+	out->guest_slice = x->ops->guest_slice && x->ops->guest_slice(x->opaque);
 }
 
 static bool read_blocked(void *ctx, int v)
@@ -306,6 +307,14 @@ static void run_actions_once(struct sched *s)
 		case SCHED_ACT_SET_KICK_PENDING:
 			if (x->ops->set_kick_pending)
 				x->ops->set_kick_pending(x->opaque, a->val);
+			break;
+		case SCHED_ACT_SET_CONTENDED:
+			if (x->ops->set_contended)
+				x->ops->set_contended(x->opaque, a->val);
+			break;
+		case SCHED_ACT_NEW_SLICE:
+			if (x->ops->new_slice)
+				x->ops->new_slice(x->opaque, (uint64_t)a->val * 1000);
 			break;
 		case SCHED_ACT_SLOT_OFF:
 		case SCHED_ACT_SLOT_DEMAND:

@@ -74,6 +74,12 @@ struct sched_vcpu_ops {
 	 * runnable but not running so far (at each grant). */
 	void (*set_kick_pending)(void *opaque, bool on);
 	void (*set_steal_ns)(void *opaque, uint64_t ns);
+	/* Guest-timed slices (params.guest_slice, sched/core_gslice.c): does
+	 * the guest time its own slices; someone queues for a slot; v's slice
+	 * starts now and lasts ns. */
+	bool (*guest_slice)(void *opaque);
+	void (*set_contended)(void *opaque, bool on);
+	void (*new_slice)(void *opaque, uint64_t ns);
 };
 
 struct sched;

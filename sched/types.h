@@ -68,6 +68,10 @@ struct sched_params {
 	const char *policy;      /* NULL: "none" */
 	unsigned spin_sources;   /* SCHED_SPIN_* */
 	bool defer;              /* safe-point preemption deferral */
+	/* With defer: guests that opt in (hint.guest_slice) end their own
+	 * slices at a safe point; the core arms only the hard deadline for
+	 * them (core_gslice.c). */
+	bool guest_slice;
 	uint64_t defer_max_ns;   /* 0: SCHED_DEFAULT_DEFER_MAX_NS */
 	int nvms;                /* 0: 1 */
 	const int *vm_of;        /* [nvcpus] VM of each vCPU; NULL: all in VM 0 */
@@ -92,6 +96,8 @@ struct sched_vcpu_stats {
 	uint64_t kicks_sent, kicks_received;
 	uint64_t deferrals, deferrals_hard;
 	uint64_t spins_queued_kept; /* SPIN exits while queued in a lock with a preemption pending: not a safe point */
+	uint64_t guest_slice_yields;   /* left at its own slice end (guest-timed slices) */
+	uint64_t guest_slice_declined; /* asked to leave before its slice ended or with nobody queued */
 	uint64_t sticky_grants;    /* granted the slot it last held (warm cache and TLB) */
 	uint64_t slot_moves;       /* granted another slot than the one it last held */
 	uint64_t kernel_halts;     /* parked: blocked in the host kernel, slot freed */

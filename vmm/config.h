@@ -43,6 +43,7 @@ struct vm_config {
 	uint32_t slice_us, ple_window_us, defer_us;
 	uint32_t halt_check_us; /* Linux guests: how often to look for in-kernel halts; 0: never */
 	bool safe_point;
+	bool guest_slice; /* --guest-slice: offer VMM_PV_GUEST_SLICE with safe points */
 	bool pv_spinlock;
 	bool pv_shootdown;
 	const char *trace_path;

@@ -49,6 +49,7 @@ typedef int64_t s64;
 #define PV_SPIN_EXIT (1u << 2)
 #define PV_SAFE_POINT (1u << 4)
 #define PV_PREEMPTED (1u << 5)
+#define PV_GUEST_SLICE (1u << 6)
 
 /* §7, offsets as in the table */
 struct page {
@@ -62,7 +63,12 @@ struct page {
 	u32 kick_pending;    /* 32 */
 	u32 reserved0;       /* 36 */
 	u64 steal_ns;        /* 40 */
-	u8 reserved[4096 - 48];
+	u64 slice_tsc;       /* 48 */
+	u32 slice_seq;       /* 56 */
+	u32 contended;       /* 60 */
+	u32 guest_slice;     /* 64: ours; this guest never opts in */
+	u32 reserved1;       /* 68 */
+	u8 reserved[4096 - 72];
 };
 _Static_assert(sizeof(struct page) == 4096, "one page");
 
@@ -199,6 +205,14 @@ static void running_checks(struct me *m)
 	u64 st = LD(m->sp->steal_ns);
 	CHECK(m, st >= m->last_steal);
 	m->last_steal = st;
+	/* A running vCPU's slice has a number; contended is a flag; our own
+	 * field is ours (a guest that does not opt in keeps 0 slice ends the
+	 * old way, through preempt_pending). */
+	if (dt.features & PV_GUEST_SLICE)
+		CHECK(m, LD(m->sp->slice_seq) != 0 && LD(m->sp->contended) <= 1);
+	else
+		CHECK(m, LD(m->sp->slice_seq) == 0 && LD(m->sp->contended) == 0);
+	CHECK(m, LD(m->sp->guest_slice) == 0 && LD(m->sp->reserved1) == 0);
 	m->in_loop = loop;
 }
 

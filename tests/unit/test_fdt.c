@@ -55,7 +55,15 @@ int main(void)
 	CHECK_EQ(get_u32(buf, vmm, "vm-id"), 3);
 	/* defaults: co-scheduler on, PV spinlocks, spin exits, safe points */
 	CHECK_EQ(get_u32(buf, vmm, "pv-features"), VMM_PV_WAIT_KICK | VMM_PV_YIELD | VMM_PV_SPIN_EXIT |
-						    VMM_PV_SAFE_POINT | VMM_PV_PREEMPTED);
+						    VMM_PV_SAFE_POINT | VMM_PV_PREEMPTED | VMM_PV_GUEST_SLICE);
+	/* guest-timed slices: only with safe points, and --guest-slice off drops them */
+	struct vm_config gs = cfg;
+	gs.guest_slice = false;
+	CHECK_EQ(fdt_pv_features(&gs), VMM_PV_WAIT_KICK | VMM_PV_YIELD | VMM_PV_SPIN_EXIT | VMM_PV_SAFE_POINT |
+					       VMM_PV_PREEMPTED);
+	gs.guest_slice = true;
+	gs.safe_point = false;
+	CHECK_EQ(fdt_pv_features(&gs) & VMM_PV_GUEST_SLICE, 0);
 	struct vm_config host = cfg;
 	host.sched_mode = SCHED_MODE_HOST;
 	host.pv_spinlock = false;

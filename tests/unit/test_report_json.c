@@ -57,6 +57,8 @@ static void fill_stats(struct sched_vcpu_stats *st, uint64_t base)
 	st->spins_queued_kept = base + 16;
 	st->sticky_grants = base + 17;
 	st->slot_moves = base + 18;
+	st->guest_slice_yields = base + 19;
+	st->guest_slice_declined = base + 20;
 	sched_hist_add(&st->kick_latency, 1500);
 	sched_hist_add(&st->kick_latency, 90000);
 }

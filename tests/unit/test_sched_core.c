@@ -30,6 +30,9 @@ struct fake {
 	int grants[MAXV];           /* GRANTs in the last batch */
 	int grant_slot[MAXV];
 	int forces[MAXV];
+	/* guest-timed slices (core_gslice.c), as the guest's page says them */
+	bool contended[MAXV], resume_due[MAXV], gs_off[MAXV];
+	uint64_t gs_end[MAXV];      /* the guest's own slice end */
 	int wake_all;               /* its value, or 0 */
 	uint64_t rng;
 };
@@ -56,6 +59,7 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 		struct sched_action a = c->act[i];
 		switch (a.kind) {
 		case SCHED_ACT_GRANT:
+			f->resume_due[a.v] = true;
 			f->running[a.v] = true;
 			f->force[a.v] = false;
 			f->grants[a.v]++;
@@ -97,6 +101,17 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 		case SCHED_ACT_PARK:
 			CHECK(!"parking without halt checks"); /* test_sched_halts.c */
 			break;
+		case SCHED_ACT_SET_CONTENDED:
+			CHECK(c->guest_slice && f->contended[a.v] != (bool)a.val);
+			f->contended[a.v] = a.val;
+			break;
+		case SCHED_ACT_NEW_SLICE:
+			/* only to a vCPU back from its grant, never longer than a slice */
+			CHECK(c->guest_slice && c->v[a.v].state == SCHED_ST_RUNNING);
+			CHECK(a.val >= 0 && (uint64_t)a.val * US <= c->slice_ns);
+			f->gs_end[a.v] = now + (uint64_t)a.val * US;
+			f->gs_off[a.v] = false;
+			break;
 		}
 	}
 	sched_core_clear_actions(c);
@@ -106,6 +121,8 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 			f->force[v] = false;
 		}
 }
+
+static bool mk_gslice; /* the next mk offers guest-timed slices */
 
 static struct sched_core *mk(const char *pol, int m, int n, int nvms, const int *vm_of,
 			     bool defer, unsigned spin, struct fake *f)
@@ -117,6 +134,7 @@ static struct sched_core *mk(const char *pol, int m, int n, int nvms, const int 
 	struct sched_params p = {
 		.nvcpus = n, .npcpus = m, .policy = pol, .defer = defer,
 		.spin_sources = spin, .nvms = nvms, .vm_of = vm_of, .seed = 42,
+		.guest_slice = mk_gslice,
 	};
 	const char *why = NULL;
 	struct sched_core *c = sched_core_create(&p, fake_hint, f, &why);
@@ -160,6 +178,8 @@ static void check_invariants(struct sched_core *c, struct fake *f, uint64_t now)
 		CHECK(f->preempted[v] == x->preempted);
 		CHECK(f->pending[v] == x->preempt_pending);
 		CHECK(f->kick_pending[v] == x->kick_pending); /* the shared page says it (ABI.md 7) */
+		if (c->guest_slice && x->state == SCHED_ST_RUNNING)
+			CHECK(f->contended[v] == (c->nrunnable > 0));
 		/* Deferral is bounded: past the hard deadline it is forced. */
 		if (x->preempt_pending && !x->preempt_req)
 			CHECK(now < f->pending_since[v] + c->defer_max_ns);
@@ -225,6 +245,7 @@ struct run {
 	enum mode mode;
 	bool defer;
 	uint64_t seed;
+	bool gslice; /* guest-timed slices; vCPUs 1, 2, 4, 5, ... opt in */
 };
 
 static int spin_candidates(struct sched_core *c, struct fake *f, int v, bool *nonspin)
@@ -241,10 +262,45 @@ static int spin_candidates(struct sched_core *c, struct fake *f, int v, bool *no
 	return k;
 }
 
+static long gs_claims_all, gs_yields_all, gs_hard_all;
+
+/* A guest timing its own slice: at a lock boundary (outside any lock
+ * region) past its slice end with someone queued, it asks to leave, once
+ * per slice (ABI.md 7). Most of the time; sometimes it keeps running and
+ * the hard deadline must come. True if it asked. */
+static bool gslice_claim(struct sched_core *c, struct fake *f, int v, uint64_t now)
+{
+	if (!f->h[v].guest_slice || f->gs_off[v] || !f->contended[v] || now < f->gs_end[v] ||
+	    rnd(f) % 4 == 0)
+		return false;
+	f->h[v].in_critical = false;
+	bool gt = c->v[v].gs_guest && !c->v[v].gs_declined && c->defer && !outgoing(c, v);
+	uint64_t ys = c->v[v].st.guest_slice_yields, dc = c->v[v].st.guest_slice_declined;
+	int waiting = c->nrunnable;
+	for (int s = 0; s < c->nslots; s++)
+		waiting -= c->slot[s].vcpu >= 0 && outgoing(c, c->slot[s].vcpu);
+	sched_core_safe_point(c, v, now);
+	/* by its clock, which starts after the core's, the slice is over: with
+	 * someone waiting it leaves, else it is declined and stops asking */
+	if (gt) {
+		bool left = c->v[v].st.guest_slice_yields == ys + 1;
+		CHECK(left == (waiting > 0));
+		CHECK(left != (c->v[v].st.guest_slice_declined == dc + 1));
+		CHECK(!left || c->v[v].state == SCHED_ST_RUNNABLE);
+		if (!left)
+			f->gs_off[v] = true;
+		gs_claims_all++;
+	}
+	drain(c, f, now);
+	return true;
+}
+
 /* One event by running vCPU v. Returns false when the run should end. */
 static void vcpu_event(struct sched_core *c, struct fake *f, const struct run *r, int v,
 		       uint64_t now)
 {
+	if (r->gslice && gslice_claim(c, f, v, now))
+		return;
 	uint64_t x = rnd(f) % 100;
 	bool sleepers = r->mode == SLEEPERS;
 	if (x < 10) {
@@ -350,8 +406,12 @@ static void run_random(const struct run *r, int steps)
 	for (int v = 0; v < r->n; v++)
 		vm_of[v] = v % r->nvms;
 	struct fake f;
+	mk_gslice = r->gslice;
 	struct sched_core *c = mk(r->pol, r->m, r->n, r->nvms, vm_of, r->defer, SCHED_SPIN_ALL, &f);
+	mk_gslice = false;
 	f.rng = r->seed * 2654435761u + 1;
+	for (int v = 0; r->gslice && v < r->n; v++)
+		f.h[v].guest_slice = v % 3 != 0;
 	uint64_t now = 0, runnable_since[MAXV] = { 0 };
 	struct sticky_watch sw = { .c = c };
 	for (int v = 0; v < MAXV; v++)
@@ -408,6 +468,14 @@ static void run_random(const struct run *r, int steps)
 				drain(c, &f, now);
 			}
 		}
+		/* a granted thread comes back at once (sched_core_resumed) */
+		for (int v = 0; r->gslice && v < r->n; v++) {
+			if (!f.resume_due[v] || c->v[v].state != SCHED_ST_RUNNING)
+				continue;
+			f.resume_due[v] = false;
+			sched_core_resumed(c, v, now);
+			drain(c, &f, now);
+		}
 		check_invariants(c, &f, now);
 		for (int v = 0; v < r->n; v++) {
 			if (c->v[v].state != SCHED_ST_RUNNABLE)
@@ -426,6 +494,11 @@ static void run_random(const struct run *r, int steps)
 	if (c->deadlock)
 		CHECK(f.wake_all == -EDEADLK);
 	sticky_chances_all += sw.chances;
+	for (int v = 0; r->gslice && v < r->n; v++) {
+		gs_yields_all += (long)c->v[v].st.guest_slice_yields;
+		if (f.h[v].guest_slice)
+			gs_hard_all += (long)c->v[v].st.deferrals_hard;
+	}
 	for (int v = 0; v < r->n; v++) {
 		/* the core's counters agree with what the test saw */
 		sticky_grants_all += (long)c->v[v].st.sticky_grants;
@@ -445,7 +518,7 @@ static void run_random_all(void)
 			for (int n = 1; n <= 9; n++)
 				for (int mode = PROGRESS; mode <= SLEEPERS; mode++)
 					for (int defer = 0; defer <= 1; defer++) {
-						struct run r = { pols[p], m, n, 1, mode, defer, seed++ };
+						struct run r = { pols[p], m, n, 1, mode, defer, seed++, false };
 						if (!strcmp(pols[p], "gang"))
 							r.nvms = 1 + (int)(seed % 3 < 2 ? (n + 1) / 2 : 1);
 						if (r.nvms > n)
@@ -457,6 +530,20 @@ static void run_random_all(void)
 							CASE(run_random(&r, 4000));
 						}
 					}
+	/* Guest-timed slices, every policy but gang (which keeps slice ends
+	 * its own): a third of the vCPUs do not opt in. */
+	for (size_t p = 0; p + 1 < sizeof(pols) / sizeof(pols[0]); p++)
+		for (int m = 1; m <= 3; m++)
+			for (int n = m + 1; n <= 9; n += 2)
+				for (int mode = PROGRESS; mode <= SLEEPERS; mode++) {
+					struct run r = { pols[p], m, n, 1, mode, true, seed++, true };
+					CASE(run_random(&r, mode == PROGRESS ? 12000 : 4000));
+				}
+	/* ... and both ways out were taken: the guest's yield and the hard
+	 * deadline of a guest that did not keep its word. */
+	CHECK(gs_claims_all > 100 && gs_yields_all > 100 && gs_hard_all > 10);
+	printf("guest-timed slices: %ld claims, %ld yields, %ld hard deadlines\n", gs_claims_all,
+	       gs_yields_all, gs_hard_all);
 	/* The check above was not vacuous: slots were free to come back to. */
 	CHECK(sticky_chances_all > 1000 && sticky_grants_all >= sticky_chances_all);
 }

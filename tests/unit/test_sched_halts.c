@@ -90,6 +90,8 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 		case SCHED_ACT_SET_PREEMPTED:
 		case SCHED_ACT_SET_PREEMPT_PENDING:
 		case SCHED_ACT_SET_KICK_PENDING:
+		case SCHED_ACT_SET_CONTENDED:
+		case SCHED_ACT_NEW_SLICE:
 		case SCHED_ACT_WAKE_ALL:
 			break;
 		}

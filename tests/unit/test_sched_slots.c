@@ -134,6 +134,8 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 			tot_parks++;
 			break;
 		case SCHED_ACT_WAKE_ALL:
+		case SCHED_ACT_SET_CONTENDED: /* test_sched_core.c */
+		case SCHED_ACT_NEW_SLICE:
 			break;
 		case SCHED_ACT_SLOT_OFF:
 			CHECK(a.v == -1 && a.val >= 0 && a.val < c->nslots);

@@ -74,6 +74,8 @@ uint32_t fdt_pv_features(const struct vm_config *cfg)
 		f |= VMM_PV_SPIN_HINT;
 	if (cosched && cfg->safe_point)
 		f |= VMM_PV_SAFE_POINT;
+	if (cosched && cfg->safe_point && cfg->guest_slice)
+		f |= VMM_PV_GUEST_SLICE;
 	if (cosched)
 		f |= VMM_PV_PREEMPTED;
 	return f;

@@ -208,6 +208,8 @@ const struct cli_opt cli_run_opts[] = {
 	  FIELD(ple_window_us), .def = "50", .help = "how long a spin lasts before it counts" },
 	{ .name = "safe-point", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(safe_point), .def = "on",
 	  .help = "defer preemption while the guest is in a lock region" },
+	{ .name = "guest-slice", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(guest_slice), .def = "on",
+	  .help = "with safe points: let the guest end its own slices (no timer wake-up per slice)" },
 	{ .name = "defer-us", .metavar = "N", .kind = CLI_OPT_U32, .min = 1, .max = 1000000, FIELD(defer_us),
 	  .def = "200", .help = "hard bound on such a deferral" },
 	{ .name = "pv-spinlock", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(pv_spinlock), .def = "on",

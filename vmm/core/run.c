@@ -74,6 +74,7 @@ static int create_sched(struct run *r, struct vm_error *err)
 		.policy = host ? "none" : cfg->policy,
 		.spin_sources = host ? 0 : sources,
 		.defer = !host && cfg->safe_point,
+		.guest_slice = !host && cfg->safe_point && cfg->guest_slice,
 		.defer_max_ns = (uint64_t)cfg->defer_us * 1000,
 		.nvms = (int)r->nvms,
 		.vm_of = vm_of,

@@ -69,6 +69,29 @@ static void set_steal_ns(void *opaque, uint64_t ns)
 	__atomic_store_n(&page(opaque)->steal_ns, ns, __ATOMIC_RELEASE);
 }
 
+static bool guest_slice(void *opaque)
+{
+	return __atomic_load_n(&page(opaque)->guest_slice, __ATOMIC_RELAXED) != 0;
+}
+
+static void set_contended(void *opaque, bool on)
+{
+	__atomic_store_n(&page(opaque)->contended, on, __ATOMIC_RELEASE);
+}
+
+/* The guest counts the slice in its own TSC from when it first sees the new
+ * number, so no clock needs translating: only the length. */
+static void new_slice(void *opaque, uint64_t ns)
+{
+	struct sched_glue *g = opaque;
+	struct vmm_shared_page *p = page(g);
+	uint64_t khz = g->vm->vcpus[g->vcpu].tsc_khz;
+	uint64_t ticks = khz ? ns / 1000 * khz / 1000 + ns % 1000 * khz / 1000000 : ns;
+	uint32_t seq = __atomic_load_n(&p->slice_seq, __ATOMIC_RELAXED) + 1;
+	__atomic_store_n(&p->slice_tsc, ticks, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->slice_seq, seq ? seq : 1, __ATOMIC_RELEASE);
+}
+
 /* KVM's `blocking` stat: 1 while a guest HLT sleeps in the host kernel. */
 static bool blocked_in_kernel(void *opaque)
 {
@@ -87,6 +110,9 @@ const struct sched_vcpu_ops sched_glue_ops = {
 	.blocked_in_kernel = blocked_in_kernel,
 	.set_kick_pending = set_kick_pending,
 	.set_steal_ns = set_steal_ns,
+	.guest_slice = guest_slice,
+	.set_contended = set_contended,
+	.new_slice = new_slice,
 };
 
 int sched_glue_host_cpus(unsigned want, int *cpus, unsigned max, cpu_set_t *set)

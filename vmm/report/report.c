@@ -48,6 +48,8 @@ static void add_stats(struct sched_vcpu_stats *t, const struct sched_vcpu_stats 
 	t->deferrals += x->deferrals;
 	t->deferrals_hard += x->deferrals_hard;
 	t->spins_queued_kept += x->spins_queued_kept;
+	t->guest_slice_yields += x->guest_slice_yields;
+	t->guest_slice_declined += x->guest_slice_declined;
 	t->kernel_halts += x->kernel_halts;
 	t->unslotted_wakes += x->unslotted_wakes;
 	t->sticky_grants += x->sticky_grants;
@@ -194,12 +196,13 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 	if (cfg->sched_mode == SCHED_MODE_HOST)
 		fprintf(out, "sched      host (threads left to the host kernel on %u CPUs)\n", r->nslots);
 	else
-		fprintf(out, "sched      vmm, %u slots, yield %s, spin-detect%s%s%s%s, slice %uus, ple window %uus, safe points %s (defer %uus)\n",
+		fprintf(out, "sched      vmm, %u slots, yield %s, spin-detect%s%s%s%s, slice %uus, ple window %uus, safe points %s (defer %uus%s)\n",
 			r->nslots, cfg->policy, cfg->spin_detect ? "" : " none",
 			(cfg->spin_detect & SPIN_DETECT_PLE) ? " ple" : "",
 			(cfg->spin_detect & SPIN_DETECT_HINT) ? " hint" : "",
 			(cfg->spin_detect & SPIN_DETECT_YIELD) ? " yield" : "", cfg->slice_us, cfg->ple_window_us,
-			cfg->safe_point ? "on" : "off", cfg->defer_us);
+			cfg->safe_point ? "on" : "off", cfg->defer_us,
+			cfg->safe_point && cfg->guest_slice ? ", guest-timed slices" : "");
 	if (r->domain)
 		print_domain(out, r);
 	if (cfg->kernel_path && cfg->sched_mode == SCHED_MODE_VMM) {
@@ -306,6 +309,11 @@ void report_print(FILE *out, const struct run *r, const struct run_summary *s)
 		(unsigned long long)s->exits.hypercall, (unsigned long long)s->exits.io,
 		(unsigned long long)s->exits.mmio, (unsigned long long)s->exits.hlt,
 		(unsigned long long)s->exits.intr, (unsigned long long)s->exits.other);
+	if (r->cfg->sched_mode == SCHED_MODE_VMM && r->cfg->safe_point)
+		fprintf(out, "slices     %llu deferred (%llu hit the hard deadline), %llu ended by the guest (%llu declined), %llu spins kept queued\n",
+			(unsigned long long)a->deferrals, (unsigned long long)a->deferrals_hard,
+			(unsigned long long)a->guest_slice_yields, (unsigned long long)a->guest_slice_declined,
+			(unsigned long long)a->spins_queued_kept);
 	uint64_t errs = 0;
 	for (unsigned k = 0; k < r->vms_created; k++)
 		errs += atomic_load(&r->vms[k].hc.errors);

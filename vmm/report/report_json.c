@@ -86,6 +86,7 @@ static void json_config(struct json_out *o, json_t *parent, const struct run *r)
 	json_out_u64(o, sched, "slice_us", cfg->slice_us);
 	json_out_u64(o, sched, "ple_window_us", cfg->ple_window_us);
 	json_out_bool(o, sched, "safe_point", cfg->safe_point);
+	json_out_bool(o, sched, "guest_slice", cfg->safe_point && cfg->guest_slice);
 	json_out_u64(o, sched, "defer_us", cfg->defer_us);
 	json_out_u64(o, sched, "halt_check_us", r->halt_check_us);
 	if (r->halt_note[0])
@@ -161,6 +162,8 @@ static void json_sched(struct json_out *o, json_t *parent, const struct sched_vc
 	json_out_u64(o, sched, "deferrals", st->deferrals);
 	json_out_u64(o, sched, "deferrals_hard", st->deferrals_hard);
 	json_out_u64(o, sched, "spins_queued_kept", st->spins_queued_kept);
+	json_out_u64(o, sched, "guest_slice_yields", st->guest_slice_yields);
+	json_out_u64(o, sched, "guest_slice_declined", st->guest_slice_declined);
 	json_out_u64(o, sched, "kernel_halts", st->kernel_halts);
 	json_out_u64(o, sched, "unslotted_wakes", st->unslotted_wakes);
 	json_out_u64(o, sched, "sticky_grants", st->sticky_grants);

@@ -1,0 +1,116 @@
+/*
+ * Guest-timed slices (params.guest_slice, issue 13).
+ *
+ * With safe points, every slice end used to cost the VMM a timer wake-up:
+ * the event loop woke at the slice end only to write preempt_pending, and
+ * the guest then yielded at its next lock boundary. A guest that opts in
+ * (hint.guest_slice) times the slice itself instead: at each grant the core
+ * tells it how long its slice is (NEW_SLICE), and while anyone queues for a
+ * slot it sees `contended`. At a lock boundary past its slice end, with
+ * contended set, it calls yield_to(-1). The core arms only the hard
+ * deadline for it (the slice end, or the moment someone began to queue if
+ * that is later, plus defer_max_ns), so a guest that does not keep its word
+ * is forced out there, exactly as a deferral that ran out.
+ *
+ * The guest's opt-in is learnt on its own thread's events (resumed, spin,
+ * safe point), so a first slice may still end the old way.
+ *
+ * The guest's clock starts when it first sees the new slice, after the
+ * core's (which starts at sched_core_resumed), so a guest that says its
+ * slice is over is right by the core's clock too; a small tolerance covers
+ * the two clocks' rates. An early or needless claim is declined once:
+ * the guest stops timing that slice (ABI.md 7), and the core falls back to
+ * a preempt_pending request for it, so a declined claim costs no fairness.
+ */
+#include "sched/core.h"
+#include "sched/core_int.h"
+#include "sched/policy.h"
+
+bool sc_gslice(const struct sched_core *c, int v)
+{
+	const struct sched_vcore *x = &c->v[v];
+	return c->guest_slice && c->defer && c->pol != &sched_policy_gang && x->gs_guest &&
+	       !x->gs_declined && x->state == SCHED_ST_RUNNING;
+}
+
+/* The opt-in is read on the guest's own events only (it is set once, at
+ * start), so the deadline and tick paths cost no shared-page read. */
+void sc_gslice_learn(struct sched_core *c, int v)
+{
+	if (c->guest_slice)
+		c->v[v].gs_guest = sched_core_get_hint(c, v).guest_slice;
+}
+
+uint64_t sc_gslice_hard(const struct sched_core *c, int slot)
+{
+	uint64_t end = c->slot[slot].slice_start + c->slice_ns;
+	if (c->contended_since > end)
+		end = c->contended_since;
+	return end + c->defer_max_ns;
+}
+
+bool sc_gslice_expired(const struct sched_core *c, int v, uint64_t now)
+{
+	const struct sched_vcore *x = &c->v[v];
+	return now + c->slice_ns / 64 >= c->slot[x->slot].slice_start + c->slice_ns;
+}
+
+/* Queued vCPUs that no slot already on its way back will take. */
+int sc_gslice_waiting(const struct sched_core *c)
+{
+	int n = c->nrunnable;
+	for (int s = 0; s < c->nslots && n > 0; s++) {
+		int v = c->slot[s].vcpu;
+		if (v >= 0 && sc_outgoing(&c->v[v]) && !sc_leaving(c, v))
+			n--;
+	}
+	return n;
+}
+
+/* v asks to leave at its own slice end (a yield_to(-1) or a SPIN with no
+ * request pending): true if it leaves. */
+bool sc_gslice_claim(struct sched_core *c, int v, uint64_t now)
+{
+	struct sched_vcore *x = &c->v[v];
+	if (sc_gslice_expired(c, v, now) && sc_gslice_waiting(c) > 0) {
+		x->st.guest_slice_yields++;
+		return true;
+	}
+	x->gs_declined = true;
+	x->st.guest_slice_declined++;
+	return false;
+}
+
+void sc_gslice_new_slice(struct sched_core *c, int v, uint64_t now)
+{
+	struct sched_vcore *x = &c->v[v];
+	if (!c->guest_slice)
+		return;
+	uint64_t end = c->slot[x->slot].slice_start + c->slice_ns;
+	uint64_t left = end > now ? end - now : 0;
+	x->gs_declined = false;
+	sc_emit(c, SCHED_ACT_NEW_SLICE, v, (int)(left / 1000));
+}
+
+/* After every event: `contended` in every slot holder's page says whether
+ * anyone queues. Only a change of the flag or a grant costs a pass. */
+void sc_gslice_sync(struct sched_core *c)
+{
+	bool want = c->nrunnable > 0;
+	bool changed = want != c->contended;
+	if (changed) {
+		c->contended = want;
+		if (want)
+			c->contended_since = c->last_now;
+	}
+	if (!c->guest_slice || (!changed && !c->gs_dirty))
+		return;
+	c->gs_dirty = false;
+	for (int s = 0; s < c->nslots; s++) {
+		int v = c->slot[s].vcpu;
+		if (v < 0 || c->v[v].contended == want)
+			continue;
+		c->v[v].contended = want;
+		sc_emit(c, SCHED_ACT_SET_CONTENDED, v, want);
+	}
+}

@@ -1,0 +1,263 @@
+/*
+ * Guest-timed slices (sched/core_gslice.c), scenario by scenario on a fake
+ * clock: the core tells a guest that opted in how long its slice is and
+ * whether anyone queues; the guest leaves at its own slice end; the core
+ * arms only the hard deadline and never wakes for the slice end itself.
+ * The random event sequences with invariants after every event are in
+ * test_sched_core.c (its gslice runs).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/core.h"
+#include "sched/policy.h"
+#include "tests/unit/check_cases.h"
+
+#define US 1000ull
+#define MS (1000 * US)
+#define SLICE (2 * MS)
+#define DEFER (200 * US)
+
+struct fake {
+	struct sched_hint h[4];
+	bool contended[4];
+	int new_slice_us[4]; /* the last NEW_SLICE's length; -1: none since reset */
+	int pending_sets, forces, grants[4];
+};
+
+static void hint(void *p, int v, struct sched_hint *out)
+{
+	*out = ((struct fake *)p)->h[v];
+}
+
+static void drain(struct sched_core *c, struct fake *f)
+{
+	for (int i = 0; i < c->nact; i++) {
+		struct sched_action a = c->act[i];
+		switch (a.kind) {
+		case SCHED_ACT_SET_CONTENDED: f->contended[a.v] = a.val; break;
+		case SCHED_ACT_NEW_SLICE: f->new_slice_us[a.v] = a.val; break;
+		case SCHED_ACT_SET_PREEMPT_PENDING: f->pending_sets += a.val != 0; break;
+		case SCHED_ACT_FORCE_EXIT: f->forces++; break;
+		case SCHED_ACT_GRANT: f->grants[a.v]++; break;
+		default: break;
+		}
+	}
+	sched_core_clear_actions(c);
+	CHECK(sched_core_check(c) == NULL);
+}
+
+static struct sched_core *mk(const char *pol, int m, int n, bool opt_in, struct fake *f)
+{
+	memset(f, 0, sizeof(*f));
+	for (int v = 0; v < 4; v++) {
+		f->h[v].waiting_for = -1;
+		f->h[v].guest_slice = opt_in;
+		f->new_slice_us[v] = -1;
+	}
+	struct sched_params p = {
+		.nvcpus = n, .npcpus = m, .policy = pol, .defer = true, .guest_slice = true,
+		.slice_ns = SLICE, .defer_max_ns = DEFER, .spin_sources = SCHED_SPIN_YIELD,
+		.nvms = !strcmp(pol, "gang") ? n : 1,
+	};
+	static const int vm_of[4] = { 0, 1, 2, 3 };
+	if (!strcmp(pol, "gang"))
+		p.vm_of = vm_of;
+	const char *why;
+	struct sched_core *c = sched_core_create(&p, hint, f, &why);
+	if (!c) {
+		printf("create: %s\n", why);
+		exit(1);
+	}
+	sched_core_start(c, 0);
+	drain(c, f);
+	return c;
+}
+
+/* Back from the grant: its slice starts, the guest is told its length. */
+static void resume(struct sched_core *c, struct fake *f, int v, uint64_t now)
+{
+	f->new_slice_us[v] = -1;
+	sched_core_resumed(c, v, now);
+	drain(c, f);
+}
+
+static void case_guest_ends_its_slice(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, true, &f);
+	resume(c, &f, 0, 10);
+	CHECK(f.new_slice_us[0] == (int)(SLICE / US));
+	CHECK(f.contended[0]); /* vCPU 1 queues */
+	/* The core's next wake-up is the hard deadline, not the slice end. */
+	CHECK(sched_core_next_deadline(c) == 10 + SLICE + DEFER);
+	sched_core_tick(c, 10 + SLICE);
+	drain(c, &f);
+	CHECK(f.pending_sets == 0 && f.forces == 0 && sched_core_state(c, 0) == SCHED_ST_RUNNING);
+	/* At its next lock boundary the guest sees the slice over and leaves. */
+	sched_core_safe_point(c, 0, 10 + SLICE + 5 * US);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNABLE && sched_core_state(c, 1) == SCHED_ST_RUNNING);
+	CHECK(c->v[0].st.guest_slice_yields == 1 && c->v[0].st.preemptions == 0);
+	CHECK(c->v[0].st.deferrals == 0 && c->v[0].st.deferrals_hard == 0);
+	resume(c, &f, 1, 10 + SLICE + 30 * US);
+	CHECK(f.new_slice_us[1] == (int)(SLICE / US) && f.contended[1]);
+	CHECK(f.pending_sets == 0 && f.forces == 0);
+	sched_core_destroy(c);
+}
+
+static void case_hard_deadline(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, true, &f);
+	resume(c, &f, 0, 0);
+	/* The guest does not keep its word: forced out at the hard deadline. */
+	uint64_t hard = sched_core_next_deadline(c);
+	CHECK(hard == SLICE + DEFER);
+	sched_core_tick(c, hard - 1);
+	drain(c, &f);
+	CHECK(f.forces == 0);
+	sched_core_tick(c, hard);
+	drain(c, &f);
+	CHECK(f.forces == 1 && f.pending_sets == 0);
+	CHECK(c->v[0].st.deferrals_hard == 1 && c->v[0].st.preemptions == 1);
+	sched_core_destroy(c);
+}
+
+static void case_early_claim_declined(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, true, &f);
+	resume(c, &f, 0, 0);
+	/* Before its slice ends: declined, and the old way takes over. */
+	sched_core_safe_point(c, 0, SLICE / 2);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNING && c->v[0].st.guest_slice_declined == 1);
+	CHECK(sched_core_next_deadline(c) == SLICE);
+	sched_core_tick(c, SLICE);
+	drain(c, &f);
+	CHECK(f.pending_sets == 1 && c->v[0].st.deferrals == 1);
+	/* its next slice is guest-timed again */
+	sched_core_safe_point(c, 0, SLICE + 10 * US);
+	drain(c, &f);
+	resume(c, &f, 1, SLICE + 20 * US);
+	CHECK(f.new_slice_us[1] == (int)(SLICE / US));
+	CHECK(sched_core_next_deadline(c) == SLICE + 20 * US + SLICE + DEFER);
+	sched_core_destroy(c);
+}
+
+static void case_nobody_queued(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, true, &f);
+	resume(c, &f, 0, 0);
+	sched_core_safe_point(c, 0, SLICE + 1);
+	drain(c, &f);
+	resume(c, &f, 1, SLICE + 2);
+	/* vCPU 1 sleeps: nobody queues, no deadline, the flag says so. */
+	CHECK(sched_core_wait(c, 1, SCHED_NO_TIMEOUT, SLICE + 3) == 1);
+	drain(c, &f);
+	resume(c, &f, 0, SLICE + 4);
+	CHECK(sched_core_state(c, 1) == SCHED_ST_WAITING && !f.contended[0]);
+	CHECK(sched_core_next_deadline(c) == UINT64_MAX);
+	/* Its slice ended long ago when someone queues at t: the hard
+	 * deadline runs from t, and the guest is told at once. */
+	uint64_t t = 10 * SLICE;
+	sched_core_kick(c, 0, 1, t);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 1) == SCHED_ST_RUNNABLE && f.contended[0]);
+	CHECK(sched_core_next_deadline(c) == t + DEFER);
+	sched_core_safe_point(c, 0, t + 3 * US);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 1) == SCHED_ST_RUNNING && c->v[0].st.guest_slice_yields == 2);
+	CHECK(f.pending_sets == 0 && f.forces == 0);
+	sched_core_destroy(c);
+}
+
+static void case_handoff_inherits(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("holder", 1, 3, true, &f);
+	resume(c, &f, 0, 0);
+	resume(c, &f, 0, 0);
+	/* 0 hands its slot to 1 by a directed yield: 1 gets what is left */
+	sched_core_spin(c, 0, 1, SCHED_SPIN_YIELD, 500 * US);
+	drain(c, &f);
+	if (sched_core_state(c, 1) == SCHED_ST_RUNNING) {
+		resume(c, &f, 1, 600 * US);
+		CHECK(f.new_slice_us[1] == (int)((SLICE - 600 * US) / US));
+	} else {
+		CHECK(!"holder handed the slot to the named vCPU");
+	}
+	sched_core_destroy(c);
+}
+
+static void case_not_opted_in(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, false, &f);
+	resume(c, &f, 0, 0);
+	/* the page still says it all, but the slice ends the old way */
+	CHECK(f.new_slice_us[0] == (int)(SLICE / US) && f.contended[0]);
+	CHECK(sched_core_next_deadline(c) == SLICE);
+	sched_core_tick(c, SLICE);
+	drain(c, &f);
+	CHECK(f.pending_sets == 1 && c->v[0].st.guest_slice_yields == 0);
+	sched_core_destroy(c);
+}
+
+static void case_gang_keeps_its_slices(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("gang", 1, 2, true, &f);
+	resume(c, &f, 0, 0);
+	CHECK(sched_core_next_deadline(c) <= SLICE);
+	sched_core_safe_point(c, 0, SLICE / 2);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNING && c->v[0].st.guest_slice_declined == 0);
+	sched_core_destroy(c);
+}
+
+/* A seat going offline (a domain member's) is still asked through
+ * preempt_pending: the guest's own slice end is not the only reason. */
+static void case_leaving_seat(void)
+{
+	struct fake f;
+	memset(&f, 0, sizeof(f));
+	for (int v = 0; v < 4; v++) {
+		f.h[v].waiting_for = -1;
+		f.h[v].guest_slice = true;
+	}
+	struct sched_params p = {
+		.nvcpus = 1, .npcpus = 1, .policy = "none", .defer = true, .guest_slice = true,
+		.slice_ns = SLICE, .defer_max_ns = DEFER, .slots_offline = true,
+	};
+	const char *why;
+	struct sched_core *c = sched_core_create(&p, hint, &f, &why);
+	sched_core_start(c, 0);
+	sched_core_slot_online(c, 0, 0);
+	drain(c, &f);
+	resume(c, &f, 0, 1);
+	sched_core_slot_offline(c, 0, 100 * US);
+	drain(c, &f);
+	CHECK(f.pending_sets == 1);
+	sched_core_safe_point(c, 0, 120 * US);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNABLE && c->v[0].st.guest_slice_yields == 0);
+	sched_core_destroy(c);
+}
+
+int main(void)
+{
+	CASE(case_guest_ends_its_slice());
+	CASE(case_hard_deadline());
+	CASE(case_early_claim_declined());
+	CASE(case_nobody_queued());
+	CASE(case_handoff_inherits());
+	CASE(case_not_opted_in());
+	CASE(case_gang_keeps_its_slices());
+	CASE(case_leaving_seat());
+	printf("%ld passed, %ld failed\n", n_pass, n_fail);
+	return n_fail != 0;
+}
