@@ -81,10 +81,13 @@ def test_safe_points_turn_preemptions_into_guest_yields():
     not microseconds: the deferral bound is scaled like the slice."""
     need_kvm()
     slice_us, defer_us, duration = (10000, 5000, "3s") if harness.nested() else (1000, 200, "300ms")
+    # (guest-timed slices off: the guest's own slice ends are the next test)
     r = vmm("-c", "4", "--pcpus", "1", "--yield", "none", "--slice-us", str(slice_us), "--defer-us",
-            str(defer_us), "--duration", duration, "-q", timeout=300)
+            str(defer_us), "--duration", duration, "--guest-slice", "off", "-q", timeout=300)
     assert r.rc == 0, r
+    assert r.report["config"]["sched"]["guest_slice"] is False
     st = r.report["sched"]
+    assert st["guest_slice_yields"] == 0 and st["guest_slice_declined"] == 0, st
     # every slice end became a request in the shared page, never a blind
     # preemption: the only vCPUs forced out are those past the hard deadline
     assert st["deferrals"] > 0, st
@@ -101,6 +104,39 @@ def test_safe_points_turn_preemptions_into_guest_yields():
     assert loop["timer_sets"] > 0 and loop["ticks"] > 0, loop
     answered = st["deferrals"] - st["deferrals_hard"]
     assert loop["ticks_early"] * 10 <= answered, (loop, st)
+
+
+def test_guest_timed_slices_end_at_the_guests_lock_boundary():
+    """With guest-timed slices (the default with safe points) the guest
+    times its slice and leaves at a lock boundary once someone queues: the
+    VMM neither wakes at the slice end nor writes preempt_pending. What is
+    left for the event loop is each vCPU's first slice (before the VMM has
+    read its opt-in), the hard deadlines of slices the guest overran, and
+    rare early ticks. Same slices as the test above; on 4 vCPUs that each
+    need the whole window, every slice end has someone queued."""
+    need_kvm()
+    slice_us, defer_us, duration = (10000, 5000, "3s") if harness.nested() else (1000, 200, "300ms")
+    r = vmm("-c", "4", "--pcpus", "1", "--yield", "none", "--slice-us", str(slice_us), "--defer-us",
+            str(defer_us), "--duration", duration, "-q", timeout=300)
+    assert r.rc == 0, r
+    assert r.report["config"]["sched"]["guest_slice"] is True
+    check_mutual_exclusion(r.report)
+    st, loop = r.report["sched"], r.report["event_loop"]
+    # the guest ended its slices itself, and every vCPU did
+    assert st["guest_slice_yields"] > 0, st
+    assert all(v["sched"]["guest_slice_yields"] > 0 for v in r.report["vcpus"]), \
+        [v["sched"] for v in r.report["vcpus"]]
+    # the old way only for slices that began before the guest's opt-in was
+    # read (the first one or two of each vCPU: start-up runs at CPL0, slow
+    # in the nested KVM) and declined claims (at most one a slice)
+    assert st["deferrals"] <= 2 * 4 + st["guest_slice_declined"], st
+    # nothing but a hard deadline forces a vCPU out, and the guest kept its
+    # word far more often than not
+    assert st["preemptions"] == st["deferrals_hard"], st
+    assert st["deferrals_hard"] < st["guest_slice_yields"], st
+    # the event loop woke for deadlines that came, not once per slice end
+    assert loop["ticks"] <= st["deferrals"] + st["deferrals_hard"] + loop["ticks_early"] + 8, (loop, st)
+    assert loop["ticks"] < st["guest_slice_yields"] + st["deferrals_hard"], (loop, st)
 
 
 def _run_ok(*args):
