@@ -43,6 +43,16 @@ int bench_fit_inverse(const double *slice_us, const double *loss, unsigned n, st
 	}
 	if (!(suu > 0))
 		return -EDOM;
+	bool flat = true;
+	for (unsigned i = 1; i < n; i++)
+		flat &= loss[i] == loss[0];
+	if (flat) {
+		/* Exact and explains no variance (rounding in the mean must not
+		 * turn it into a tiny slope). */
+		f->a = loss[0];
+		f->c_us = 0;
+		return 0;
+	}
 	f->c_us = suy / suu;
 	f->a = my - f->c_us * mu;
 	double res = 0;
