@@ -75,6 +75,9 @@ void bench_synth_run(const struct bench_opts *o, const struct bench_cell *c, uns
 		for (unsigned k = 0; k < BENCH_SCHED_WINDOW_S; k++)
 			out->sched[k] = floor(spread(unit_hash(key, rep, 200 + k), per_s) *
 					      out->sched[BENCH_SCHED_WINDOW_S]);
+		/* a hard deadline ends some of the deferrals, never more than all */
+		out->sched[BENCH_SCHED_DEFERRALS_HARD] =
+			floor(out->sched[BENCH_SCHED_DEFERRALS] * (double)(unit_hash(key, rep, 6) % 100) / 100);
 		synth_run_meter(o, c, out);
 	}
 	/* Overcommit costs something, so efficiencies are below 1 as in life. */
