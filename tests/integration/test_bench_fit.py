@@ -168,3 +168,23 @@ def test_preset_slices_matrix():
                 assert len(mine) == 4, mine
                 assert sum(1 for k in mine if ":s" not in k.split(":t4096")[-1]) == 1, mine
     assert not any(":s" in k.split(":t4096")[-1] for k in vm if ":host:" in k), vm
+
+
+def test_file_without_run_meter_merges_as_unknown():
+    """A results.json written before the run meter's two values: read as unknown,
+    so the loss table has its rows with unknown shares, never made-up ones."""
+    import json
+    with tbm.Tmp() as t:
+        d = t.run("old", matrix=SWEEP)
+        doc = tbm.load(d)
+        for c in doc["cells"]:
+            for r in c["runs"]:
+                if "sched" in r:
+                    del r["sched"]["run_ns_total"], r["sched"]["guest_window_s"]
+        with open(os.path.join(d, "results.json"), "w") as f:
+            json.dump(doc, f)
+        p = tbm.merge(t.p("m"), d)
+        assert p.returncode == 0, p.stderr
+        m = tbm.load(t.p("m"))
+        assert m["loss"] and all(l["run_share"] is None and l["pts_slot"] is None for l in m["loss"])
+        assert m["slice_fit"] == doc["slice_fit"]  # the fit needs only efficiencies
