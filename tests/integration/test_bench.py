@@ -75,6 +75,10 @@ def test_bench_tiny_matrix():
                 [v for p in pool for v in bench_stats_ref.ok_runs(p)])
             assert abs(c["efficiency"] - eff) <= 1e-6 * eff, (c["efficiency"], eff)
             assert c["eff_lo"] is None and c["median_lo"] is None, c
+            if c["kind"] == "vm":
+                # the guest's run meter, for the loss table
+                assert all(r["sched"]["run_ns_total"] > 0 and r["sched"]["guest_window_s"] > 0
+                           for r in c["runs"]), c["runs"]
             if c["kind"] == "vm" and c["policy"] != "host":
                 assert all(r["sched"]["window_s"] > 0 for r in c["runs"]), c["runs"]
                 if c["overcommit"] == 2:  # slices end, the loop wakes for them
@@ -86,6 +90,14 @@ def test_bench_tiny_matrix():
         with open(svg) as f:
             assert "<svg" in f.read(4096)
         assert "overcommit efficiency" in p.stdout, p.stdout
+        # where a lost point goes: every 2x cell, its points split exactly in two
+        assert "where a lost point goes" in p.stdout, p.stdout
+        twice = [c["id"] for c in cells if c["kind"] == "vm" and c["overcommit"] == 2]
+        assert [l["id"] for l in doc["loss"]] == twice, doc["loss"]
+        for l in doc["loss"]:
+            assert 0 < l["run_share"] <= 1.05 and 0 < l["run_share_1x"] <= 1.05, l
+            assert _close(l["pts_slot"] + l["pts_ops"], 1 - l["efficiency"]), l
+        assert doc["slice_fit"] == [], doc["slice_fit"]  # one slice: nothing to fit
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

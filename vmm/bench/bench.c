@@ -149,6 +149,11 @@ int bench_write_outputs(const struct bench_opts *o, struct bench_matrix *m,
 		fprintf(stderr, "vmm bench: writing CSV into %s: %s\n", o->out_dir, strerror(-r));
 		status = VMM_EXIT_GUEST_FAIL;
 	}
+	if ((r = bench_derived_csv(o->out_dir, m))) {
+		fprintf(stderr, "vmm bench: writing slice_fit.csv, loss.csv into %s: %s\n", o->out_dir,
+			strerror(-r));
+		status = VMM_EXIT_GUEST_FAIL;
+	}
 	snprintf(path, sizeof(path), "%s/results.json", o->out_dir);
 	if ((r = bench_report_json(path, o, m, mi, mc, meta))) {
 		fprintf(stderr, "vmm bench: %s: %s\n", path, strerror(-r));
@@ -179,7 +184,7 @@ void bench_print_summary(const struct bench_opts *o, const struct bench_matrix *
 	if (mi->failures)
 		fprintf(stderr, "vmm bench: warning: %u microbenchmark runs failed; first: %s\n",
 			mi->failures, mi->why);
-	printf("results in %s/ (results.csv, runs.csv, micro.csv, results.json%s)\n", o->out_dir,
+	printf("results in %s/ (results.csv, runs.csv, micro.csv, slice_fit.csv, loss.csv, results.json%s)\n", o->out_dir,
 	       o->plot ? ", *.svg" : "");
 }
 

@@ -100,6 +100,9 @@ enum bench_sched_stat {
 	BENCH_SCHED_SPIN_EVENTS, BENCH_SCHED_WAITS, BENCH_SCHED_KICKS_SENT, BENCH_SCHED_KICKS_RECEIVED,
 	BENCH_SCHED_KERNEL_HALTS, BENCH_SCHED_UNSLOTTED_WAKES, BENCH_SCHED_LOOP_TICKS,
 	BENCH_SCHED_LOOP_TICKS_EARLY, BENCH_SCHED_LOOP_TIMER_SETS, BENCH_SCHED_WINDOW_S,
+	/* The guest's own run meter: its vCPUs' running ns, summed, and the
+	 * guest's measured window (the longest VM's), for the loss table. */
+	BENCH_SCHED_RUN_NS_TOTAL, BENCH_SCHED_GUEST_WINDOW_S,
 	BENCH_SCHED_STATS
 };
 /* results.json keys, in this order */
@@ -201,6 +204,50 @@ double bench_ratio(double num, double den);
  * one gets everything; NaN when n is 0, any x is unknown or negative, or all are 0. */
 double bench_jain(const double *v, unsigned n);
 void bench_stats_cell(struct bench_cell *c);
+
+/*
+ * Slice length from data (bench_fit.c): loss(slice) = a + C/slice by least
+ * squares, loss = 1 - efficiency, slice and C in microseconds.
+ */
+#define BENCH_FIT_MIN_SLICES 3
+#define BENCH_FIT_SWITCH_SHARE 0.01 /* the switch term the default slice may cost */
+struct bench_fit {
+	unsigned n;
+	double a, c_us, r2; /* r2 NaN when every loss is equal */
+};
+/* -EDOM: fewer than 3 distinct slices, a slice not above 0, or a value not finite. */
+int bench_fit_inverse(const double *slice_us, const double *loss, unsigned n, struct bench_fit *f);
+/* The shortest slice whose switch term C/slice is at most share; 0 when C <= 0. */
+double bench_fit_slice_for(const struct bench_fit *f, double share);
+/* One group of co-scheduler cells above 1x that differ only in the slice. */
+struct bench_slice_fit {
+	int first;      /* the group's first cell (its workload, lock, policy, ...) */
+	unsigned n;     /* the cells fitted: those that did not fail */
+	int ids[BENCH_MAX_LIST];
+	double slice_us[BENCH_MAX_LIST], loss[BENCH_MAX_LIST];
+	struct bench_fit fit;
+	double slice_1pct_us; /* C / 1 % */
+	double swept_1pct_us; /* the shortest slice of the sweep at or above it; NaN: none */
+	double wait_bound_us; /* (vCPUs per slot - 1) x slice_1pct_us */
+};
+/* Every group with a fit, in cell order, into *out (malloc'd); the count or -ENOMEM. */
+int bench_slice_fits(const struct bench_matrix *m, struct bench_slice_fit **out);
+
+/* Where a lost point goes (bench_loss.c): a cell above 1x against its pooled 1x. */
+struct bench_loss {
+	int id;
+	double eff;
+	double share, share_1x, share_ratio; /* guest running share of the slots' time */
+	double ops_ratio;          /* ops per guest-running second / 1x's */
+	double pts_slot, pts_ops;  /* 1 - eff = pts_slot + pts_ops */
+	double switches_per_s, lost_us_per_switch, loop_wakeups_per_s, deferrals_per_s;
+	double hard_share;         /* hard deadlines / deferrals */
+	double spins_queued_kept;  /* median count per run */
+};
+/* A VM cell above 1x that did not fail. */
+bool bench_loss_applies(const struct bench_cell *c);
+/* -EDOM when it does not apply; unknown values are NaN. */
+int bench_loss_cell(const struct bench_matrix *m, const struct bench_cell *c, struct bench_loss *l);
 
 /* Confidence intervals (bench_ci.c). */
 #define BENCH_CI_MIN_RUNS 5
@@ -316,6 +363,15 @@ struct bench_shard_meta; /* bench_shard.h */
 int bench_report_json(const char *path, const struct bench_opts *o, const struct bench_matrix *m,
 		      const struct bench_micro *mi, const struct bench_machine *mc,
 		      const struct bench_shard_meta *meta);
+
+/* The slice fit and the loss table (bench_report_loss.c): after the main table,
+ * into DIR/slice_fit.csv and DIR/loss.csv, and as results.json's "slice_fit"
+ * and "loss" arrays. */
+void bench_report_derived(FILE *out, const struct bench_matrix *m);
+int bench_derived_csv(const char *dir, const struct bench_matrix *m);
+void bench_derived_json(struct json_t *root, const struct bench_matrix *m);
+/* ",value" in the shortest text that reads back as the same double; "," when unknown. */
+void bench_csv_num(FILE *f, double v);
 
 /* Writes DIR/<name>.gp + .dat and runs gnuplot for the SVGs. 0, or -1 with
  * one line in err (gnuplot missing or failed). */

@@ -335,7 +335,8 @@ int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char
 }
 
 /* A run's "sched": absent (a native run, or an older file) is all unknown;
- * present, every statistic is a non-negative number or null. */
+ * present, every statistic is a non-negative number or null, but for the
+ * run meter's two, which files written before them lack (unknown then). */
 static int load_sched(const struct ctx *x, json_t *st, const char *field, double *out)
 {
 	bench_sched_clear(out);
@@ -346,6 +347,8 @@ static int load_sched(const struct ctx *x, json_t *st, const char *field, double
 	for (int k = 0; k < BENCH_SCHED_STATS; k++) {
 		char f2[192];
 		snprintf(f2, sizeof(f2), "%s.%s", field, bench_sched_names[k]);
+		if (k >= BENCH_SCHED_RUN_NS_TOTAL && !json_object_get(st, bench_sched_names[k]))
+			continue;
 		int r = get_num(x, st, bench_sched_names[k], f2, &out[k]);
 		if (r)
 			return r;

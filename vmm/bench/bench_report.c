@@ -268,6 +268,7 @@ void bench_report_table(FILE *out, const struct bench_opts *o, const struct benc
 			"(same lock, %u threads)\n", o->pcpus, o->pcpus);
 		pivot(out, m, cols, ncols, true);
 	}
+	bench_report_derived(out, m);
 	if (mi->ran)
 		micro_table(out, mi);
 }
@@ -303,7 +304,7 @@ static const char *exact(double v, char *buf, size_t len)
 	return buf;
 }
 
-static void csv_num(FILE *f, double v)
+void bench_csv_num(FILE *f, double v)
 {
 	char b[40];
 	if (isfinite(v))
@@ -333,39 +334,39 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 			c->kind == BENCH_VM ? "vm" : "native", c->workload, c->lock, c->policy,
 			c->spin_threshold, c->vms, c->vcpus, c->vms * c->vcpus, c->pcpus, c->overcommit,
 			c->auto_added, c->nruns, c->nok);
-		csv_num(f, c->median);
-		csv_num(f, c->min);
-		csv_num(f, c->max);
-		csv_num(f, c->spread_pct);
-		csv_num(f, c->eff);
+		bench_csv_num(f, c->median);
+		bench_csv_num(f, c->min);
+		bench_csv_num(f, c->max);
+		bench_csv_num(f, c->spread_pct);
+		bench_csv_num(f, c->eff);
 		fprintf(f, ",%d", c->ref);
-		csv_num(f, c->of_native);
+		bench_csv_num(f, c->of_native);
 		fprintf(f, ",%s,%d,", c->failed ? "failed" : "ok", c->failed ? c->fail_exit : 0);
 		csv_text(f, c->failed ? c->fail_why : "");
 		fprintf(f, ",%s,", bench_mode_names[c->mode]);
 		for (unsigned k = 0; c->vm_median && k < c->vms; k++)
 			fprintf(f, "%s%s", k ? ";" : "",
 				isfinite(c->vm_median[k]) ? exact(c->vm_median[k], b, sizeof(b)) : "");
-		csv_num(f, c->jain);
-		csv_num(f, c->max_over_min);
-		csv_num(f, c->vs_one_vm);
+		bench_csv_num(f, c->jain);
+		bench_csv_num(f, c->max_over_min);
+		bench_csv_num(f, c->vs_one_vm);
 		fprintf(f, ",%d", c->one_vm_ref);
-		csv_num(f, c->vs_process);
-		csv_num(f, c->vs_host_procs);
-		csv_num(f, c->max_late_ms);
-		csv_num(f, c->start_spread_ms);
+		bench_csv_num(f, c->vs_process);
+		bench_csv_num(f, c->vs_host_procs);
+		bench_csv_num(f, c->max_late_ms);
+		bench_csv_num(f, c->start_spread_ms);
 		fprintf(f, ",%u,%u", c->slice_us, c->defer_us);
-		csv_num(f, c->median_lo);
-		csv_num(f, c->median_hi);
-		csv_num(f, c->median_level);
-		csv_num(f, c->eff_lo);
-		csv_num(f, c->eff_hi);
-		csv_num(f, c->pooled_1x);
+		bench_csv_num(f, c->median_lo);
+		bench_csv_num(f, c->median_hi);
+		bench_csv_num(f, c->median_level);
+		bench_csv_num(f, c->eff_lo);
+		bench_csv_num(f, c->eff_hi);
+		bench_csv_num(f, c->pooled_1x);
 		fputc(',', f);
 		for (unsigned k = 0; k < c->nused; k++)
 			fprintf(f, "%s%d", k ? ";" : "", c->used[k]);
 		for (int k = 0; k < BENCH_RATES; k++)
-			csv_num(f, c->rate[k]);
+			bench_csv_num(f, c->rate[k]);
 		fputc('\n', f);
 	}
 	int r = fclose(f) ? -errno : 0;
@@ -379,12 +380,12 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 		for (unsigned k = 0; k < m->cells[i].nruns; k++) {
 			const struct bench_run *x = &m->cells[i].runs[k];
 			fprintf(f, "%u,%u,%d,%d", i, x->rep, x->ok, x->exit_code);
-			csv_num(f, x->ops_per_s);
-			csv_num(f, x->wall_s);
+			bench_csv_num(f, x->ops_per_s);
+			bench_csv_num(f, x->wall_s);
 			fputc(',', f);
 			csv_text(f, x->ok ? "" : x->why);
 			for (int k = 0; k < BENCH_RATES; k++)
-				csv_num(f, bench_sched_rate(x->sched, (enum bench_rate)k));
+				bench_csv_num(f, bench_sched_rate(x->sched, (enum bench_rate)k));
 			fputc('\n', f);
 		}
 	r = fclose(f) ? -errno : 0;
@@ -395,7 +396,7 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 	fprintf(f, "name,median,runs\n");
 	for (int k = 0; k < BENCH_MICRO_KINDS; k++) {
 		fprintf(f, "%s", bench_micro_names[k]);
-		csv_num(f, mi->median[k]);
+		bench_csv_num(f, mi->median[k]);
 		fputc(',', f);
 		for (unsigned r2 = 0; r2 < mi->reps; r2++)
 			fprintf(f, "%s%s", r2 ? ";" : "", exact(mi->raw[k][r2], b, sizeof(b)));

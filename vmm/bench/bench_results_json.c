@@ -274,6 +274,7 @@ int bench_report_json(const char *path, const struct bench_opts *o, const struct
 	put(root, "failed_cells", uint_(nfail));
 	if (mi->ran)
 		put(root, "micro", micro_json(mi));
+	bench_derived_json(root, m);
 	put(root, "shard", shard_json(meta));
 	FILE *f = fopen(path, "w");
 	int r = f ? 0 : -errno;

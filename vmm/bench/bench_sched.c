@@ -13,7 +13,7 @@ const char *const bench_sched_names[BENCH_SCHED_STATS] = {
 	"preemptions", "yields_given", "yields_received", "deferrals", "deferrals_hard",
 	"spins_queued_kept", "spin_events", "waits", "kicks_sent", "kicks_received",
 	"kernel_halts", "unslotted_wakes", "loop_ticks", "loop_ticks_early", "loop_timer_sets",
-	"window_s",
+	"window_s", "run_ns_total", "guest_window_s",
 };
 
 const char *const bench_rate_names[BENCH_RATES] = {
@@ -25,7 +25,7 @@ static const char *const report_paths[BENCH_SCHED_STATS] = {
 	"sched.preemptions", "sched.yields_given", "sched.yields_received", "sched.deferrals",
 	"sched.deferrals_hard", "sched.spins_queued_kept", "sched.spin_events", "sched.waits",
 	"sched.kicks_sent", "sched.kicks_received", "sched.kernel_halts", "sched.unslotted_wakes",
-	"event_loop.ticks", "event_loop.ticks_early", "event_loop.timer_sets", "wall_ns",
+	"event_loop.ticks", "event_loop.ticks_early", "event_loop.timer_sets", "wall_ns", "run_ns_total", "elapsed_ns",
 };
 
 void bench_sched_clear(double *s)
@@ -40,7 +40,7 @@ void bench_sched_add(const struct bench_json *j, double *s)
 		double v;
 		if (bench_json_num(j, report_paths[i], &v) || !isfinite(v) || v < 0)
 			continue;
-		if (i == BENCH_SCHED_WINDOW_S) {
+		if (i == BENCH_SCHED_WINDOW_S || i == BENCH_SCHED_GUEST_WINDOW_S) {
 			/* K processes' windows coincide (--start-at): the longest is the window. */
 			v /= 1e9;
 			s[i] = isnan(s[i]) || v > s[i] ? v : s[i];

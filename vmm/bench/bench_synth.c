@@ -23,11 +23,44 @@ static double spread(uint64_t h, double lo)
 	return lo * (1.0 + (double)(h % 1000) / 1000.0);
 }
 
+/*
+ * A co-scheduler cell above 1x loses SYNTH_LOSS_A + SYNTH_LOSS_C_US / slice of
+ * its throughput and SYNTH_SLOT_C_US / slice of its slots' time, and its
+ * noise is the same for every slice (hashed without it), so a slice sweep's
+ * efficiencies lie exactly on a + C/slice: the fit is checked end to end.
+ */
+#define SYNTH_LOSS_A 0.02
+#define SYNTH_LOSS_C_US 60.0
+#define SYNTH_SLOT_C_US 30.0
+#define SYNTH_RUN_SHARE 0.98
+
+static bool slice_shaped(const struct bench_cell *c)
+{
+	return c->kind == BENCH_VM && strcmp(c->policy, BENCH_POLICY_HOST) && c->overcommit > 1;
+}
+
+/* The guest's run meter: its window and its vCPUs' running time. */
+static void synth_run_meter(const struct bench_opts *o, const struct bench_cell *c,
+			    struct bench_run *out)
+{
+	double share = SYNTH_RUN_SHARE;
+	if (slice_shaped(c))
+		share -= SYNTH_SLOT_C_US / c->slice_us;
+	else if (c->overcommit > 1)
+		share *= 0.9; /* the host scheduler's */
+	out->sched[BENCH_SCHED_GUEST_WINDOW_S] = o->duration_ms / 1000.0;
+	out->sched[BENCH_SCHED_RUN_NS_TOTAL] = floor(share * c->pcpus * o->duration_ms * 1e6);
+}
+
 void bench_synth_run(const struct bench_opts *o, const struct bench_cell *c, unsigned rep,
 		     struct bench_run *out)
 {
-	char key[256];
+	char key[256], nkey[256];
 	bench_cell_key(c, key, sizeof(key));
+	struct bench_cell plain = *c;
+	if (slice_shaped(c))
+		plain.slice_us = BENCH_SLICE_US_DEFAULT;
+	bench_cell_key(&plain, nkey, sizeof(nkey));
 	out->wall_s = o->duration_ms / 1000.0 + spread(unit_hash(key, rep, 1), 0.05);
 	if ((int)c->id == o->test_fail_cell) {
 		out->exit_code = 2;
@@ -42,15 +75,21 @@ void bench_synth_run(const struct bench_opts *o, const struct bench_cell *c, uns
 		for (unsigned k = 0; k < BENCH_SCHED_WINDOW_S; k++)
 			out->sched[k] = floor(spread(unit_hash(key, rep, 200 + k), per_s) *
 					      out->sched[BENCH_SCHED_WINDOW_S]);
+		/* a hard deadline ends some of the deferrals, never more than all */
+		out->sched[BENCH_SCHED_DEFERRALS_HARD] =
+			floor(out->sched[BENCH_SCHED_DEFERRALS] * (double)(unit_hash(key, rep, 6) % 100) / 100);
+		synth_run_meter(o, c, out);
 	}
 	/* Overcommit costs something, so efficiencies are below 1 as in life. */
 	double base = 1e6 / (c->overcommit > 0 ? c->overcommit : 1);
-	out->ops_per_s = spread(unit_hash(key, rep, 2), base);
+	if (slice_shaped(c))
+		base *= 1 - SYNTH_LOSS_A - SYNTH_LOSS_C_US / c->slice_us;
+	out->ops_per_s = spread(unit_hash(nkey, rep, 2), base);
 	if (!out->vm_ops)
 		return;
 	double sum = 0;
 	for (unsigned k = 0; k < c->vms; k++) {
-		out->vm_ops[k] = spread(unit_hash(key, rep, 10 + k), base / c->vms);
+		out->vm_ops[k] = spread(unit_hash(nkey, rep, 10 + k), base / c->vms);
 		sum += out->vm_ops[k];
 	}
 	out->ops_per_s = sum;
