@@ -11,6 +11,7 @@
  */
 #include "firmware/fw.h"
 #include "firmware/hypercall.h"
+#include "firmware/sort.h"
 #include "firmware/tsc.h"
 #include "firmware/workload.h"
 
@@ -24,20 +25,6 @@ static inline uint64_t bare_exit(void)
 
 	__asm__ volatile("movq (%1), %0" : "=r"(v) : "r"(VMM_NULL_MMIO_BASE) : "memory");
 	return v;
-}
-
-/* Shell sort: no recursion on a small stack, fast enough at CPL3. */
-static void sort_u32(uint32_t *a, unsigned n)
-{
-	for (unsigned gap = n / 2; gap; gap /= 2)
-		for (unsigned i = gap; i < n; i++) {
-			uint32_t v = a[i];
-			unsigned j = i;
-
-			for (; j >= gap && a[j - gap] > v; j -= gap)
-				a[j] = a[j - gap];
-			a[j] = v;
-		}
 }
 
 static uint64_t to_ps(uint64_t cycles, uint64_t tsc_hz)
@@ -63,15 +50,15 @@ static uint32_t hcbench_run(struct fw_cpu *self)
 			return FW_EXIT_VERIFY;
 		uint64_t t2 = fw_rdtsc();
 
-		hc_cycles[i] = (uint32_t)(t1 - t0 > UINT32_MAX ? UINT32_MAX : t1 - t0);
-		exit_cycles[i] = (uint32_t)(t2 - t1 > UINT32_MAX ? UINT32_MAX : t2 - t1);
+		hc_cycles[i] = fw_sample_u32(t1 - t0);
+		exit_cycles[i] = fw_sample_u32(t2 - t1);
 		hc_sum += t1 - t0;
 		exit_sum += t2 - t1;
 	}
 	uint64_t end = fw_rdtsc();
 
-	sort_u32(hc_cycles, HCB_N);
-	sort_u32(exit_cycles, HCB_N);
+	fw_sort_u32(hc_cycles, HCB_N);
+	fw_sort_u32(exit_cycles, HCB_N);
 	fw_report("hc_ps", to_ps(hc_cycles[HCB_N / 2], cfg->tsc_hz));
 	fw_report("exit_ps", to_ps(exit_cycles[HCB_N / 2], cfg->tsc_hz));
 	fw_report("hc_mean_ps", to_ps(hc_sum / HCB_N, cfg->tsc_hz));

@@ -4,6 +4,7 @@ the plot is made, and a failing cell is reported as failed (exit 1), never
 dropped."""
 import csv
 import json
+import math
 import os
 import shutil
 import statistics
@@ -133,11 +134,43 @@ def test_bench_micro():
         assert p.returncode == 0, p
         doc, _, _ = load(d)
         mi = doc["micro"]
-        for k in ("hypercall_ns", "bare_exit_ns", "futex_wake_ns", "forced_preemption_ns"):
+        for k in ("hypercall_ns", "bare_exit_ns", "futex_wake_ns", "forced_preemption_ns",
+                  "kick_to_guest_ns", "kicks_timed", "safe_point_switch_ns", "safe_point_switches"):
             assert mi[k]["median"] is not None and mi[k]["median"] > 0, (k, mi)
+        # the safe-point switches came at safe points: hard deferrals are the exception
+        assert mi["safe_point_deferrals_hard"]["median"] * 5 <= mi["safe_point_switches"]["median"], mi
         # A hypercall is an exit plus a little dispatch: never cheaper than half one.
         assert mi["hypercall_over_exit"] > 0.5, mi
         assert os.path.exists(os.path.join(d, "micro.csv"))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@harness.nested_stage
+def test_bench_micro_guest_timed_keys():
+    """The guest-timed micro keys in results.json and micro.csv, in any KVM:
+    the kick to guest code and the safe-point switch are positive and
+    finite, each with its count, and the switch run's hard deferrals are
+    recorded beside it (how few they are is asserted where timing means
+    something: test_bench_micro, test_micro_workloads)."""
+    harness.need_kvm()
+    p, d = bench("--locks", "tas", "--policies", "pv", "--overcommit", "1", "--reps", "1",
+                 "--cells", "micro", "--duration", "300ms", "--no-native", "--no-plot", timeout=600)
+    try:
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        with open(os.path.join(d, "results.json")) as f:
+            mi = json.load(f)["micro"]
+        for k in ("kick_to_guest_ns", "kicks_timed", "safe_point_switch_ns", "safe_point_switches"):
+            v = mi[k]["median"]
+            assert isinstance(v, (int, float)) and math.isfinite(v) and v > 0, (k, mi[k])
+        hard = mi["safe_point_deferrals_hard"]["median"]
+        assert isinstance(hard, (int, float)) and hard >= 0, mi
+        assert mi["kick_to_guest_over_futex"] > 0, mi
+        with open(os.path.join(d, "micro.csv")) as f:
+            names = [row["name"] for row in csv.DictReader(f)]
+        for k in ("kick_to_guest_ns", "safe_point_switch_ns", "safe_point_deferrals_hard"):
+            assert k in names, names
+        assert "PV kick -> guest code" in p.stdout and "safe-point switch" in p.stdout, p.stdout
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

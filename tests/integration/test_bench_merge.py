@@ -76,6 +76,12 @@ def test_shards_merge_equal_full_run():
             for k in DERIVED:
                 assert a.get(k) == b.get(k), (a["id"], k, a.get(k), b.get(k))
         assert full["micro"] == m["micro"]
+        # the guest-timed micro keys travel through shard and merge like the rest
+        for k in ("safe_point_switch_ns", "safe_point_switches", "safe_point_deferrals_hard",
+                  "kick_to_guest_ns", "kicks_timed"):
+            assert len(m["micro"][k]["runs"]) == 3 and m["micro"][k]["median"] > 0, (k, m["micro"][k])
+        for k in ("kick_to_guest_over_futex", "safe_point_switch_over_forced_preemption"):
+            assert m["micro"][k] > 0, (k, m["micro"])
         assert m["shard"]["count"] == 4 and m["shard"]["matrix"] == full["shard"]["matrix"]
         assert len(m["shard"]["units"]) == len(full["shard"]["units"])
         for name in ("results.csv", "runs.csv", "micro.csv"):

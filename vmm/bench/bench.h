@@ -323,15 +323,21 @@ int bench_native_run(const char *lock, unsigned threads, unsigned pcpus, uint32_
 		     uint32_t cs_cycles, uint32_t work_cycles, uint32_t spin_threshold,
 		     double *ops_per_s);
 
-#define BENCH_MICRO_KINDS 7
+#define BENCH_MICRO_KINDS 12
+/* New kinds go at the end: results.json and micro.csv list them in this order. */
 enum bench_micro_kind {
 	BENCH_MICRO_HC,      /* hypercall round trip, ns */
 	BENCH_MICRO_EXIT,    /* bare MMIO exit round trip, ns */
-	BENCH_MICRO_KICK,    /* PV kick -> kicked vCPU running again, ns (p50) */
-	BENCH_MICRO_FUTEX,   /* futex wake -> woken host thread running, ns */
+	BENCH_MICRO_KICK,    /* PV kick -> kicked vCPU running again (VMM-side p50), ns */
+	BENCH_MICRO_FUTEX,   /* stamp before FUTEX_WAKE -> woken thread's FUTEX_WAIT returned, ns */
 	BENCH_MICRO_PREEMPT, /* slot time lost per forced preemption, ns */
 	BENCH_MICRO_SIGNAL_EXITS, /* preemptions in the preempt run, for context */
 	BENCH_MICRO_PREEMPT_GROSS, /* the same before subtracting the host's own steal */
+	BENCH_MICRO_SP_SWITCH,  /* guest TSC: last instruction of the yielder -> first of the next, ns */
+	BENCH_MICRO_SP_SWITCHES, /* switches timed in that run */
+	BENCH_MICRO_SP_HARD,    /* its hard deferrals (forced exits): ~0 when the path is right */
+	BENCH_MICRO_KICK_GUEST, /* guest TSC: kicker before the kick -> sleeper's wait returned, ns */
+	BENCH_MICRO_KICKS_TIMED, /* kicks timed in that run */
 };
 
 struct bench_micro {

@@ -3,9 +3,15 @@
  * with, so the numbers say something on any host (HOST.md: exits here cost
  * ~10x what they cost on hardware):
  *  - hypercall round trip vs a bare MMIO exit (guest-timed, hcbench);
- *  - PV kick -> kicked vCPU running vs futex wake -> woken thread running;
+ *  - PV kick -> kicked vCPU running: VMM-side (kick to sched_core_resumed),
+ *    and guest-timed (kicker's TSC before the kick to the sleeper's TSC when
+ *    its wait returns, kicklat), vs a futex wake timed the same way (stamp
+ *    before FUTEX_WAKE to the sleeper's FUTEX_WAIT returning);
  *  - slot time lost per forced preemption (guest-timed, preempt workload),
- *    less the time the host steals anyway without overcommit.
+ *    less the time the host steals anyway without overcommit;
+ *  - one safe-point switch (guest-timed, spswitch): the yielding vCPU's
+ *    last TSC to the next vCPU's first, with the hard deferrals of that run
+ *    beside it to show the switches came at safe points, not forced exits.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -26,6 +32,8 @@
 const char *const bench_micro_names[BENCH_MICRO_KINDS] = {
 	"hypercall_ns", "bare_exit_ns", "kick_to_running_ns", "futex_wake_ns",
 	"forced_preemption_ns", "preemptions", "forced_preemption_gross_ns",
+	"safe_point_switch_ns", "safe_point_switches", "safe_point_deferrals_hard",
+	"kick_to_guest_ns", "kicks_timed",
 };
 
 #define FUTEX_ROUNDS 400
@@ -127,8 +135,67 @@ static void preempt(struct bench_micro *mi, const struct bench_opts *o, const ch
 	bench_json_free(&j2);
 }
 
+/* Guest-timed kicks: 2 vCPUs on 2 slots, one kicks the other out of a
+ * wait, like the futex reference's two threads on two CPUs. */
+static void kick_guest(struct bench_micro *mi, const struct bench_opts *o, const char *tmpdir,
+		       unsigned rep)
+{
+	char dur[32];
+	snprintf(dur, sizeof(dur), "%ums", o->duration_ms);
+	const char *args[] = { "-c", "2", "--pcpus", "2", "--workload", "kicklat", "--duration", dur,
+			       NULL };
+	struct bench_json j;
+	if (!child(mi, o, tmpdir, "kicklat", args, &j))
+		return;
+	double n = get(&j, "vcpus.1.reports.kicks_timed");
+	mi->raw[BENCH_MICRO_KICKS_TIMED][rep] = n;
+	if (n > 0)
+		mi->raw[BENCH_MICRO_KICK_GUEST][rep] = get(&j, "vcpus.1.reports.kick_ns");
+	else
+		note(mi, "%s", "kicklat run: no kick was timed");
+	bench_json_free(&j);
+}
+
+/* The report key the last vCPU to finish wrote, whichever vCPU that was. */
+static double either_vcpu(const struct bench_json *j, const char *key)
+{
+	char path[96];
+	for (int v = 0; v < 2; v++) {
+		snprintf(path, sizeof(path), "vcpus.%d.reports.%s", v, key);
+		double x = get(j, path);
+		if (!isnan(x))
+			return x;
+	}
+	return NAN;
+}
+
+/* Safe-point switches: 2 vCPUs on 1 slot, slices as short as the preempt
+ * run's, every slice end answered at a lock boundary (spswitch). */
+static void sp_switch(struct bench_micro *mi, const struct bench_opts *o, const char *tmpdir,
+		      unsigned rep)
+{
+	char dur[32];
+	snprintf(dur, sizeof(dur), "%ums", o->duration_ms);
+	const char *args[] = { "-c", "2", "--pcpus", "1", "--yield", "none", "--spin-detect", "none",
+			       "--slice-us", "500", "--safe-point", "on", "--defer-us", "200",
+			       "--workload", "spswitch", "--duration", dur, NULL };
+	struct bench_json j;
+	if (!child(mi, o, tmpdir, "spswitch", args, &j))
+		return;
+	double n = either_vcpu(&j, "switches_total");
+	mi->raw[BENCH_MICRO_SP_SWITCHES][rep] = n;
+	mi->raw[BENCH_MICRO_SP_HARD][rep] = get(&j, "sched.deferrals_hard");
+	if (n > 0)
+		mi->raw[BENCH_MICRO_SP_SWITCH][rep] = either_vcpu(&j, "switch_ns");
+	else
+		note(mi, "%s", "spswitch run: no safe-point switch was timed");
+	bench_json_free(&j);
+}
+
 /* Host reference: a thread asleep in FUTEX_WAIT, woken from another CPU;
- * time from just before FUTEX_WAKE to the sleeper running. */
+ * time from the waker's stamp just before FUTEX_WAKE to the sleeper's stamp
+ * when its FUTEX_WAIT returns, as kicklat times a kick. A FUTEX_WAIT that
+ * found the word changed never slept: no sample (kicklat's "early"). */
 struct futex_ping {
 	atomic_uint word;
 	atomic_uint asleep;
@@ -152,12 +219,6 @@ static void pin(int cpu)
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static void *sleeper(void *arg)
 {
 	struct futex_ping *p = arg;
@@ -165,9 +226,13 @@ static void *sleeper(void *arg)
 	for (unsigned i = 0; i < FUTEX_ROUNDS; i++) {
 		unsigned v = atomic_load(&p->word);
 		atomic_store(&p->asleep, 1);
-		while (atomic_load(&p->word) == v)
-			syscall(SYS_futex, &p->word, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
-		p->lat[i] = (double)(now_ns() - atomic_load(&p->sent_ns));
+		p->lat[i] = NAN;
+		while (atomic_load(&p->word) == v) {
+			long r = syscall(SYS_futex, &p->word, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+			uint64_t t = now_ns();
+			if (r == 0 && atomic_load(&p->word) != v)
+				p->lat[i] = (double)(t - atomic_load(&p->sent_ns));
+		}
 	}
 	return NULL;
 }
@@ -200,9 +265,12 @@ static int futex_child(void *arg, int fd)
 		syscall(SYS_futex, &p.word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	}
 	pthread_join(t, NULL);
-	qsort(p.lat, FUTEX_ROUNDS, sizeof(p.lat[0]), cmp_double);
-	double med = (p.lat[FUTEX_ROUNDS / 2 - 1] + p.lat[FUTEX_ROUNDS / 2]) / 2;
-	return write(fd, &med, sizeof(med)) == sizeof(med) ? 0 : 1;
+	unsigned n = 0;
+	for (unsigned i = 0; i < FUTEX_ROUNDS; i++)
+		if (isfinite(p.lat[i]))
+			p.lat[n++] = p.lat[i];
+	double med = bench_median(p.lat, n); /* NaN if every wait found the word moved */
+	return !isfinite(med) ? 1 : write(fd, &med, sizeof(med)) == sizeof(med) ? 0 : 1;
 }
 
 static void futex(struct bench_micro *mi, unsigned rep)
@@ -230,7 +298,9 @@ void bench_micro_rep(const struct bench_opts *o, const char *tmpdir, unsigned re
 	hcbench(mi, o, tmpdir, rep);
 	futex(mi, rep);
 	kick(mi, o, tmpdir, rep);
+	kick_guest(mi, o, tmpdir, rep);
 	preempt(mi, o, tmpdir, rep);
+	sp_switch(mi, o, tmpdir, rep);
 }
 
 void bench_micro_finish(struct bench_micro *mi)

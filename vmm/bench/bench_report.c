@@ -238,13 +238,22 @@ static void micro_table(FILE *out, const struct bench_micro *mi)
 	fprintf(out, "  hypercall round trip      %8.2f us   bare MMIO exit     %8.2f us   ratio %.2f\n",
 		md[BENCH_MICRO_HC] / 1e3, md[BENCH_MICRO_EXIT] / 1e3,
 		bench_ratio(md[BENCH_MICRO_HC], md[BENCH_MICRO_EXIT]));
-	fprintf(out, "  PV kick -> vCPU running   %8.2f us   futex wake -> run  %8.2f us   ratio %.2f\n",
+	fprintf(out, "  PV kick -> vCPU running   %8.2f us   futex wake -> run  %8.2f us   ratio %.2f (VMM-side)\n",
 		md[BENCH_MICRO_KICK] / 1e3, md[BENCH_MICRO_FUTEX] / 1e3,
 		bench_ratio(md[BENCH_MICRO_KICK], md[BENCH_MICRO_FUTEX]));
+	fprintf(out, "  PV kick -> guest code     %8.2f us   futex wake -> run  %8.2f us   ratio %.2f "
+		"(guest TSC, %.0f kicks)\n",
+		md[BENCH_MICRO_KICK_GUEST] / 1e3, md[BENCH_MICRO_FUTEX] / 1e3,
+		bench_ratio(md[BENCH_MICRO_KICK_GUEST], md[BENCH_MICRO_FUTEX]), md[BENCH_MICRO_KICKS_TIMED]);
 	fprintf(out, "  forced preemption         %8.2f us of slot time each, %.2f us before subtracting the\n"
 		"                            host's own steal (%.0f preemptions at 500 us slices)\n",
 		md[BENCH_MICRO_PREEMPT] / 1e3, md[BENCH_MICRO_PREEMPT_GROSS] / 1e3,
 		md[BENCH_MICRO_SIGNAL_EXITS]);
+	fprintf(out, "  safe-point switch         %8.2f us guest to guest, ratio %.2f to a forced preemption\n"
+		"                            (%.0f switches at 500 us slices, %.0f hard deferrals)\n",
+		md[BENCH_MICRO_SP_SWITCH] / 1e3,
+		bench_ratio(md[BENCH_MICRO_SP_SWITCH], md[BENCH_MICRO_PREEMPT]),
+		md[BENCH_MICRO_SP_SWITCHES], md[BENCH_MICRO_SP_HARD]);
 }
 
 void bench_report_table(FILE *out, const struct bench_opts *o, const struct bench_matrix *m,

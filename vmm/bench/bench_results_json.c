@@ -233,6 +233,10 @@ static json_t *micro_json(const struct bench_micro *mi)
 	    num(bench_ratio(mi->median[BENCH_MICRO_HC], mi->median[BENCH_MICRO_EXIT])));
 	put(j, "kick_over_futex",
 	    num(bench_ratio(mi->median[BENCH_MICRO_KICK], mi->median[BENCH_MICRO_FUTEX])));
+	put(j, "kick_to_guest_over_futex",
+	    num(bench_ratio(mi->median[BENCH_MICRO_KICK_GUEST], mi->median[BENCH_MICRO_FUTEX])));
+	put(j, "safe_point_switch_over_forced_preemption",
+	    num(bench_ratio(mi->median[BENCH_MICRO_SP_SWITCH], mi->median[BENCH_MICRO_PREEMPT])));
 	put(j, "failures", uint_(mi->failures));
 	return j;
 }

@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const vmm_workload_names[] = { "lockbench", "shootdown", "barrier", "hcbench", "preempt", NULL };
+const char *const vmm_workload_names[] = { "lockbench", "shootdown", "barrier", "hcbench",
+					    "preempt", "spswitch", "kicklat", NULL };
 const char *const vmm_lock_names[] = { "ticket", "tas", "pvticket", "mcs", "pvmcs", NULL };
 
 bool vmm_name_in(const char *const *list, const char *name)
