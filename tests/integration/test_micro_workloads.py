@@ -3,7 +3,8 @@ their mechanism (which path each switch and wake took, in the report's
 counters), never for speed: that is BENCHMARKS.md's business.
 
 - spswitch: 2 vCPUs on 1 slot, safe points on; every slice end must be
-  answered by the guest at a lock boundary (yield_to(-1)), and each timed
+  answered by the guest at a lock boundary (yield_to(-1)), whether it times
+  the slice itself (guest-timed slices) or the VMM asks, and each timed
   sample pairs a resume with the other vCPU's stamp taken inside a lock call.
 - kicklat: 2 vCPUs on 2 slots; every kick either wakes the sleeper from a
   wait (a timed sample) or finds it not yet asleep (early), nothing else."""
@@ -17,24 +18,19 @@ def _positive(x):
     return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
 
 
-@harness.nested_stage
-def test_spswitch_switches_at_safe_points_not_forced_exits():
-    need_kvm()
+def _spswitch(guest_slice):
     # In the nested KVM a vCPU reaches its next lock boundary in ms, not us
     # (QEMU runs the inner host's CPUs in turns): slice and bound scaled.
     slice_us, defer_us, duration = (10000, 5000, "1s") if harness.nested() else (1000, 200, "300ms")
     r = vmm("-c", "2", "--pcpus", "1", "--yield", "none", "--spin-detect", "none", "--slice-us",
-            str(slice_us), "--defer-us", str(defer_us), "--safe-point", "on", "--workload", "spswitch",
-            "--duration", duration, "-q", timeout=300)
+            str(slice_us), "--defer-us", str(defer_us), "--safe-point", "on", "--guest-slice", guest_slice,
+            "--workload", "spswitch", "--duration", duration, "-q", timeout=300)
     assert r.rc == 0, r
     st = r.report["sched"]
     reps = [v["reports"] for v in r.report["vcpus"]]
-    # every slice end became a request in the shared page...
-    assert st["deferrals"] > 0, st
-    # ...the only forced exits are the hard deadlines (start-up, the end)...
+    # the only forced exits are the hard deadlines (start-up, the end)...
     assert st["preemptions"] == st["deferrals_hard"], st
-    assert st["deferrals_hard"] * 5 <= st["deferrals"], st
-    # ...and both vCPUs answered them themselves, at lock boundaries
+    # ...and both vCPUs left by themselves, at lock boundaries
     assert all(x["pv_yields"] > 0 and x["ops"] > 0 for x in reps), reps
     last = [x for x in reps if "switches_total" in x]
     assert len(last) == 1, reps  # the last vCPU to finish sums both
@@ -46,6 +42,22 @@ def test_spswitch_switches_at_safe_points_not_forced_exits():
     assert sum(x["unpaired"] for x in reps) <= st["deferrals_hard"] + 2, (reps, st)
     # each timed switch was a yield the VMM saw
     assert total <= sum(x["pv_yields"] for x in reps), reps
+    return st
+
+
+@harness.nested_stage
+def test_spswitch_switches_at_safe_points_not_forced_exits():
+    """Both safe-point paths: the guest timing its own slice (the default),
+    and the VMM's request in preempt_pending at each slice end."""
+    need_kvm()
+    st = _spswitch("on")
+    # the guest ended its slices; requests only before its opt-in was read
+    assert st["guest_slice_yields"] > 0 and st["deferrals"] <= 4 + st["guest_slice_declined"], st
+    assert st["deferrals_hard"] * 5 <= st["guest_slice_yields"], st
+    st = _spswitch("off")
+    # every slice end became a request in the shared page, answered in time
+    assert st["guest_slice_yields"] == 0 and st["deferrals"] > 0, st
+    assert st["deferrals_hard"] * 5 <= st["deferrals"], st
 
 
 def test_spswitch_without_safe_points_times_nothing():
