@@ -94,7 +94,15 @@ void sc_set_state(struct sched_core *c, int v, enum sched_vstate s, uint64_t now
 	uint64_t d = now > x->state_since ? now - x->state_since : 0;
 	switch (x->state) {
 	case SCHED_ST_RUNNING: x->st.ns_running += d; c->nrunning--; break;
-	case SCHED_ST_RUNNABLE: x->st.ns_runnable += d; c->nrunnable--; q_remove(c, v); break;
+	case SCHED_ST_RUNNABLE:
+		x->st.ns_runnable += d;
+		c->nrunnable--;
+		q_remove(c, v);
+		if (x->woken) {
+			x->woken = false;
+			c->nwoken--;
+		}
+		break;
 	case SCHED_ST_WAITING: x->st.ns_waiting += d; break;
 	case SCHED_ST_IDLE: x->st.ns_idle += d; break;
 	case SCHED_ST_DONE: break;
@@ -314,6 +322,7 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	c->defer_max_ns = p->defer_max_ns ? p->defer_max_ns : SCHED_DEFAULT_DEFER_MAX_NS;
 	c->defer = p->defer;
 	c->guest_slice = p->guest_slice;
+	c->wake_slice_ns = p->wake_slice_ns;
 	c->halt_check_ns = p->halt_check_ns;
 	c->spin_sources = p->spin_sources;
 	c->slots_offline = p->slots_offline;
@@ -427,8 +436,8 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 			int v = c->slot[s].vcpu;
 			if (v < 0 || sc_outgoing(&c->v[v]))
 				continue;
-			uint64_t t = sc_gslice(c, v) ? sc_gslice_hard(c, s) :
-				     c->slot[s].slice_start + c->slice_ns;
+			uint64_t t = sc_gslice(c, v) && !sc_slice_cut(c) ? sc_gslice_hard(c, s) :
+				     c->slot[s].slice_start + sc_slice_ns(c);
 			if (t < d)
 				d = t;
 		}

@@ -92,6 +92,8 @@ struct sched_vcore {
 				    timing this slice (core_gslice.c) */
 	bool gs_guest;           /* hint.guest_slice, as last read by one of
 				    its own thread's events */
+	bool woken;              /* RUNNABLE since a kick, wake or unpark: slices
+				    are wake_slice_ns while any such queues */
 	uint32_t pending_seq;    /* the number of the last request */
 	uint64_t defer_deadline;
 	bool preempted;          /* mirror of the shared-page flag */
@@ -148,6 +150,8 @@ struct sched_core {
 	bool contended;          /* nrunnable > 0, as the guests were told */
 	bool gs_dirty;           /* a grant since the last sync of the flag */
 	uint64_t contended_since;
+	uint64_t wake_slice_ns;  /* params.wake_slice_ns */
+	int nwoken;              /* RUNNABLE with woken set */
 	const struct sched_policy *pol;
 	void *pstate;            /* the policy's own */
 	struct sched_vcore *v;

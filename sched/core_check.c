@@ -85,6 +85,14 @@ const char *sched_core_check(const struct sched_core *c)
 	why = sc_check_index(c);
 	if (why)
 		return why;
+	int woken = 0;
+	for (int v = 0; v < c->nvcpus; v++) {
+		if (c->v[v].woken && c->v[v].state != SCHED_ST_RUNNABLE)
+			return "a vCPU marked woken is not queued";
+		woken += c->v[v].woken;
+	}
+	if (woken != c->nwoken)
+		return "the count of woken queued vCPUs is wrong";
 	/* guest-timed slices: every slot holder's page says whether anyone
 	 * queues (core_gslice.c) */
 	if (c->started && c->contended != (runnable > 0))

@@ -73,20 +73,25 @@ static void slice_ends(struct sched_core *c, uint64_t now)
 	 * nothing else changes, so one sort gives the order. */
 	struct sched_slot_end *e = c->ended;
 	int k = 0;
+	bool cut = sc_slice_cut(c);
+	uint64_t slice = sc_slice_ns(c);
 	for (int s = 0; s < c->nslots; s++) {
 		int v = c->slot[s].vcpu;
-		if (v < 0 || sc_outgoing(&c->v[v]) || now - c->slot[s].slice_start < c->slice_ns)
+		if (v < 0 || sc_outgoing(&c->v[v]) || now - c->slot[s].slice_start < slice)
 			continue;
 		/* A guest that times its slice leaves by itself: only its
-		 * hard deadline is the core's business. */
-		if (sc_gslice(c, v) && now < sc_gslice_hard(c, s))
+		 * hard deadline is the core's business, unless a woken vCPU
+		 * cut the slice short (the guest knows only its full length). */
+		if (sc_gslice(c, v) && !cut && now < sc_gslice_hard(c, s))
 			continue;
 		e[k++] = (struct sched_slot_end){ c->slot[s].slice_start, s };
 	}
 	qsort(e, (size_t)k, sizeof(*e), cmp_ended);
 	for (int i = 0; i < k && budget > 0; i++) {
 		int v = c->slot[e[i].slot].vcpu;
-		if (sc_gslice(c, v)) {
+		if (now - e[i].start < c->slice_ns)
+			c->v[v].st.wake_cut_slices++;
+		if (sc_gslice(c, v) && now >= sc_gslice_hard(c, e[i].slot)) {
 			c->v[v].st.deferrals_hard++;
 			sc_trace(c, SCHED_TR_DEFER_HARD, v, -1, now);
 			force_out(c, v, true, now);
@@ -377,6 +382,7 @@ static void wake(struct sched_core *c, int from, int to, uint64_t now)
 	} else {
 		sc_make_runnable(c, to, vd != SCHED_KICK_BACK, now);
 	}
+	sc_mark_woken(c, to);
 }
 
 void sched_core_kick(struct sched_core *c, int from, int to, uint64_t now)

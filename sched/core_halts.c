@@ -35,6 +35,7 @@ void sc_unpark(struct sched_core *c, int v, bool in_guest, uint64_t now)
 	x->wake_reason = 0;
 	/* Like any woken vCPU: first in line for the next slot. */
 	sc_make_runnable(c, v, true, now);
+	sc_mark_woken(c, v);
 	x->unslotted = in_guest;
 	x->unslotted_forced = false;
 	c->maybe_unslotted |= in_guest;

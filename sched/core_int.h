@@ -6,6 +6,7 @@
 #define VMM_SCHED_CORE_INT_H
 
 #include "sched/core.h"
+#include "sched/policy.h"
 
 void sc_emit(struct sched_core *c, enum sched_action_kind k, int v, int val);
 void sc_set_state(struct sched_core *c, int v, enum sched_vstate s, uint64_t now);
@@ -40,6 +41,27 @@ void sc_index_q_pushed(struct sched_core *c, int v, bool front, bool crit);
 void sc_index_q_removed(struct sched_core *c, int v);
 /* core_check_index.c: NULL, or the index that is wrong */
 const char *sc_check_index(const struct sched_core *c);
+/* The slice length now: wake_slice_ns while a woken vCPU queues. */
+static inline bool sc_slice_cut(const struct sched_core *c)
+{
+	return c->nwoken > 0 && c->wake_slice_ns && c->wake_slice_ns < c->slice_ns &&
+	       c->pol != &sched_policy_gang;
+}
+
+static inline uint64_t sc_slice_ns(const struct sched_core *c)
+{
+	return sc_slice_cut(c) ? c->wake_slice_ns : c->slice_ns;
+}
+
+static inline void sc_mark_woken(struct sched_core *c, int v)
+{
+	struct sched_vcore *x = &c->v[v];
+	if (x->state == SCHED_ST_RUNNABLE && !x->woken) {
+		x->woken = true;
+		c->nwoken++;
+	}
+}
+
 /* core_gslice.c */
 bool sc_gslice(const struct sched_core *c, int v);
 void sc_gslice_learn(struct sched_core *c, int v);

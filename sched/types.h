@@ -72,6 +72,11 @@ struct sched_params {
 	 * slices at a safe point; the core arms only the hard deadline for
 	 * them (core_gslice.c). */
 	bool guest_slice;
+	/* While a vCPU woken by a kick, a wake (an interrupt) or an unpark
+	 * queues for a slot, slices last at most this long (0: no shorter
+	 * than slice_ns): a wake-up waits a fraction of a slice, not a whole
+	 * one (issue 13). Gang keeps its own slices. */
+	uint64_t wake_slice_ns;
 	uint64_t defer_max_ns;   /* 0: SCHED_DEFAULT_DEFER_MAX_NS */
 	int nvms;                /* 0: 1 */
 	const int *vm_of;        /* [nvcpus] VM of each vCPU; NULL: all in VM 0 */
@@ -98,6 +103,7 @@ struct sched_vcpu_stats {
 	uint64_t spins_queued_kept; /* SPIN exits while queued in a lock with a preemption pending: not a safe point */
 	uint64_t guest_slice_yields;   /* left at its own slice end (guest-timed slices) */
 	uint64_t guest_slice_declined; /* asked to leave before its slice ended or with nobody queued */
+	uint64_t wake_cut_slices;  /* its slice was ended early for a woken vCPU (wake_slice_ns) */
 	uint64_t sticky_grants;    /* granted the slot it last held (warm cache and TLB) */
 	uint64_t slot_moves;       /* granted another slot than the one it last held */
 	uint64_t kernel_halts;     /* parked: blocked in the host kernel, slot freed */

@@ -41,6 +41,7 @@ struct vm_config {
 	const char *policy;
 	unsigned spin_detect;
 	uint32_t slice_us, ple_window_us, defer_us;
+	uint32_t wake_slice_us; /* slices while a woken vCPU queues; 0: never shorter */
 	uint32_t halt_check_us; /* Linux guests: how often to look for in-kernel halts; 0: never */
 	bool safe_point;
 	bool guest_slice; /* --guest-slice: offer VMM_PV_GUEST_SLICE with safe points */

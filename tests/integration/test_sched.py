@@ -139,6 +139,31 @@ def test_guest_timed_slices_end_at_the_guests_lock_boundary():
     assert loop["ticks"] < st["guest_slice_yields"] + st["deferrals_hard"], (loop, st)
 
 
+def test_wake_ups_cut_the_running_slices():
+    """A PV waiter kicked under a policy that does not hand the slot over
+    queues; while it does, slices last --wake-slice-us, so it waits a
+    fraction of a slice. Seen in wake_cut_slices; 0 turns it off."""
+    need_kvm()
+    slice_us = 10000 if harness.nested() else 6000
+    # Waiters sleep only when the lock stops moving: its holder preempted.
+    # Without safe points slice ends preempt holders, so kicks are sure to
+    # come; a short spin threshold makes the waiters sleep at once.
+    args = ("-c", "4", "--pcpus", "2", "--lock", "pvticket", "--spin-threshold", "16", "--yield", "none",
+            "--safe-point", "off", "--slice-us", str(slice_us), "--duration", "2s" if harness.nested() else "500ms",
+            "-q")
+    r = vmm(*args, timeout=300)
+    assert r.rc == 0, r
+    check_mutual_exclusion(r.report)
+    st = r.report["sched"]
+    assert r.report["config"]["sched"]["wake_slice_us"] == 1000
+    assert st["kicks_received"] > 0, st  # pvticket waiters slept and were woken
+    assert 0 < st["wake_cut_slices"] <= st["preemptions"], st
+    r = vmm(*args, "--wake-slice-us", "0", timeout=300)
+    assert r.rc == 0, r
+    check_mutual_exclusion(r.report)
+    assert r.report["sched"]["wake_cut_slices"] == 0, r.report["sched"]
+
+
 def _run_ok(*args):
     r = vmm(*args, "-q")
     assert r.rc == 0, r

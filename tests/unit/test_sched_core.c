@@ -123,6 +123,7 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 }
 
 static bool mk_gslice; /* the next mk offers guest-timed slices */
+static uint64_t mk_wake_slice; /* ... and cuts slices for woken vCPUs */
 
 static struct sched_core *mk(const char *pol, int m, int n, int nvms, const int *vm_of,
 			     bool defer, unsigned spin, struct fake *f)
@@ -134,7 +135,7 @@ static struct sched_core *mk(const char *pol, int m, int n, int nvms, const int 
 	struct sched_params p = {
 		.nvcpus = n, .npcpus = m, .policy = pol, .defer = defer,
 		.spin_sources = spin, .nvms = nvms, .vm_of = vm_of, .seed = 42,
-		.guest_slice = mk_gslice,
+		.guest_slice = mk_gslice, .wake_slice_ns = mk_wake_slice,
 	};
 	const char *why = NULL;
 	struct sched_core *c = sched_core_create(&p, fake_hint, f, &why);
@@ -246,6 +247,7 @@ struct run {
 	bool defer;
 	uint64_t seed;
 	bool gslice; /* guest-timed slices; vCPUs 1, 2, 4, 5, ... opt in */
+	uint64_t wake_slice; /* params.wake_slice_ns */
 };
 
 static int spin_candidates(struct sched_core *c, struct fake *f, int v, bool *nonspin)
@@ -262,7 +264,7 @@ static int spin_candidates(struct sched_core *c, struct fake *f, int v, bool *no
 	return k;
 }
 
-static long gs_claims_all, gs_yields_all, gs_hard_all;
+static long gs_claims_all, gs_yields_all, gs_hard_all, wake_cuts_all;
 
 /* A guest timing its own slice: at a lock boundary (outside any lock
  * region) past its slice end with someone queued, it asks to leave, once
@@ -321,8 +323,11 @@ static void vcpu_event(struct sched_core *c, struct fake *f, const struct run *r
 		bool soft = c->v[v].state == SCHED_ST_RUNNING && c->v[v].preempt_pending &&
 			    !c->v[v].preempt_req;
 		bool queued = soft && f->h[v].in_critical;
-		uint64_t kept = c->v[v].st.spins_queued_kept;
+		uint64_t kept = c->v[v].st.spins_queued_kept, gsy = c->v[v].st.guest_slice_yields;
 		sched_core_spin(c, v, target, src, now);
+		/* a guest-timed slice that was over ends at this SPIN (a safe
+		 * point): the queue's next, not the policy's pick */
+		plain &= c->v[v].st.guest_slice_yields == gsy;
 		if (soft && !queued)
 			CHECK(c->v[v].state != SCHED_ST_RUNNING || !c->v[v].preempt_pending);
 		CHECK(c->v[v].st.spins_queued_kept == kept + queued);
@@ -400,15 +405,17 @@ static void sticky_trace(void *p, enum sched_trace_ev ev, int v, int arg, uint64
 
 static void run_random(const struct run *r, int steps)
 {
-	snprintf(ctx, sizeof(ctx), "run(%s m=%d n=%d vms=%d mode=%d defer=%d seed=%" PRIu64 ")",
-		 r->pol, r->m, r->n, r->nvms, r->mode, r->defer, r->seed);
+	snprintf(ctx, sizeof(ctx), "run(%s m=%d n=%d vms=%d mode=%d defer=%d gslice=%d wake=%" PRIu64 " seed=%" PRIu64 ")",
+		 r->pol, r->m, r->n, r->nvms, r->mode, r->defer, r->gslice, r->wake_slice, r->seed);
 	int vm_of[MAXV];
 	for (int v = 0; v < r->n; v++)
 		vm_of[v] = v % r->nvms;
 	struct fake f;
 	mk_gslice = r->gslice;
+	mk_wake_slice = r->wake_slice;
 	struct sched_core *c = mk(r->pol, r->m, r->n, r->nvms, vm_of, r->defer, SCHED_SPIN_ALL, &f);
 	mk_gslice = false;
+	mk_wake_slice = 0;
 	f.rng = r->seed * 2654435761u + 1;
 	for (int v = 0; r->gslice && v < r->n; v++)
 		f.h[v].guest_slice = v % 3 != 0;
@@ -494,6 +501,8 @@ static void run_random(const struct run *r, int steps)
 	if (c->deadlock)
 		CHECK(f.wake_all == -EDEADLK);
 	sticky_chances_all += sw.chances;
+	for (int v = 0; v < r->n; v++)
+		wake_cuts_all += (long)c->v[v].st.wake_cut_slices;
 	for (int v = 0; r->gslice && v < r->n; v++) {
 		gs_yields_all += (long)c->v[v].st.guest_slice_yields;
 		if (f.h[v].guest_slice)
@@ -518,7 +527,7 @@ static void run_random_all(void)
 			for (int n = 1; n <= 9; n++)
 				for (int mode = PROGRESS; mode <= SLEEPERS; mode++)
 					for (int defer = 0; defer <= 1; defer++) {
-						struct run r = { pols[p], m, n, 1, mode, defer, seed++, false };
+						struct run r = { pols[p], m, n, 1, mode, defer, seed++, false, 0 };
 						if (!strcmp(pols[p], "gang"))
 							r.nvms = 1 + (int)(seed % 3 < 2 ? (n + 1) / 2 : 1);
 						if (r.nvms > n)
@@ -536,14 +545,19 @@ static void run_random_all(void)
 		for (int m = 1; m <= 3; m++)
 			for (int n = m + 1; n <= 9; n += 2)
 				for (int mode = PROGRESS; mode <= SLEEPERS; mode++) {
-					struct run r = { pols[p], m, n, 1, mode, true, seed++, true };
+					struct run r = { pols[p], m, n, 1, mode, true, seed++, true, 0 };
+					CASE(run_random(&r, mode == PROGRESS ? 12000 : 4000));
+					/* and slices cut while a woken vCPU queues */
+					r.seed = seed++;
+					r.wake_slice = 300 * US;
 					CASE(run_random(&r, mode == PROGRESS ? 12000 : 4000));
 				}
 	/* ... and both ways out were taken: the guest's yield and the hard
 	 * deadline of a guest that did not keep its word. */
 	CHECK(gs_claims_all > 100 && gs_yields_all > 100 && gs_hard_all > 10);
-	printf("guest-timed slices: %ld claims, %ld yields, %ld hard deadlines\n", gs_claims_all,
-	       gs_yields_all, gs_hard_all);
+	CHECK(wake_cuts_all > 100);
+	printf("guest-timed slices: %ld claims, %ld yields, %ld hard deadlines; %ld slices cut for wake-ups\n",
+	       gs_claims_all, gs_yields_all, gs_hard_all, wake_cuts_all);
 	/* The check above was not vacuous: slots were free to come back to. */
 	CHECK(sticky_chances_all > 1000 && sticky_grants_all >= sticky_chances_all);
 }

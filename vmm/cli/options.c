@@ -204,6 +204,9 @@ const struct cli_opt cli_run_opts[] = {
 	/* CFS's default latency target; see README */
 	{ .name = "slice-us", .metavar = "N", .kind = CLI_OPT_U32, .min = 50, .max = 10000000, FIELD(slice_us),
 	  .def = "6000", .help = "time slice" },
+	/* a wake-up waits a fraction of a slice (sched/README.md) */
+	{ .name = "wake-slice-us", .metavar = "N", .kind = CLI_OPT_U32, .min = 0, .max = 10000000,
+	  FIELD(wake_slice_us), .def = "1000", .help = "slice length while a woken vCPU queues, 0 = as --slice-us" },
 	{ .name = "ple-window-us", .metavar = "N", .kind = CLI_OPT_U32, .min = 5, .max = 1000000,
 	  FIELD(ple_window_us), .def = "50", .help = "how long a spin lasts before it counts" },
 	{ .name = "safe-point", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(safe_point), .def = "on",

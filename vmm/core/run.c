@@ -70,6 +70,7 @@ static int create_sched(struct run *r, struct vm_error *err)
 		/* a member's slots are the seats the agent grants (member_link.h) */
 		.slots_offline = cfg->domain != NULL,
 		.slice_ns = (uint64_t)cfg->slice_us * 1000,
+		.wake_slice_ns = (uint64_t)cfg->wake_slice_us * 1000,
 		.ple_window_ns = (uint64_t)cfg->ple_window_us * 1000,
 		.policy = host ? "none" : cfg->policy,
 		.spin_sources = host ? 0 : sources,

@@ -50,6 +50,7 @@ static void add_stats(struct sched_vcpu_stats *t, const struct sched_vcpu_stats 
 	t->spins_queued_kept += x->spins_queued_kept;
 	t->guest_slice_yields += x->guest_slice_yields;
 	t->guest_slice_declined += x->guest_slice_declined;
+	t->wake_cut_slices += x->wake_cut_slices;
 	t->kernel_halts += x->kernel_halts;
 	t->unslotted_wakes += x->unslotted_wakes;
 	t->sticky_grants += x->sticky_grants;
@@ -310,10 +311,10 @@ void report_print(FILE *out, const struct run *r, const struct run_summary *s)
 		(unsigned long long)s->exits.mmio, (unsigned long long)s->exits.hlt,
 		(unsigned long long)s->exits.intr, (unsigned long long)s->exits.other);
 	if (r->cfg->sched_mode == SCHED_MODE_VMM && r->cfg->safe_point)
-		fprintf(out, "slices     %llu deferred (%llu hit the hard deadline), %llu ended by the guest (%llu declined), %llu spins kept queued\n",
+		fprintf(out, "slices     %llu deferred (%llu hit the hard deadline), %llu ended by the guest (%llu declined), %llu spins kept queued, %llu cut for a wake-up\n",
 			(unsigned long long)a->deferrals, (unsigned long long)a->deferrals_hard,
 			(unsigned long long)a->guest_slice_yields, (unsigned long long)a->guest_slice_declined,
-			(unsigned long long)a->spins_queued_kept);
+			(unsigned long long)a->spins_queued_kept, (unsigned long long)a->wake_cut_slices);
 	uint64_t errs = 0;
 	for (unsigned k = 0; k < r->vms_created; k++)
 		errs += atomic_load(&r->vms[k].hc.errors);

@@ -84,6 +84,7 @@ static void json_config(struct json_out *o, json_t *parent, const struct run *r)
 		json_out_str(o, sched, "ple_tracepoint", cfg->ple_tracepoint ? cfg->ple_tracepoint : "kvm:kvm_exit");
 	json_out_u64(o, sched, "ple_events", r->ple_events);
 	json_out_u64(o, sched, "slice_us", cfg->slice_us);
+	json_out_u64(o, sched, "wake_slice_us", cfg->wake_slice_us);
 	json_out_u64(o, sched, "ple_window_us", cfg->ple_window_us);
 	json_out_bool(o, sched, "safe_point", cfg->safe_point);
 	json_out_bool(o, sched, "guest_slice", cfg->safe_point && cfg->guest_slice);
@@ -164,6 +165,7 @@ static void json_sched(struct json_out *o, json_t *parent, const struct sched_vc
 	json_out_u64(o, sched, "spins_queued_kept", st->spins_queued_kept);
 	json_out_u64(o, sched, "guest_slice_yields", st->guest_slice_yields);
 	json_out_u64(o, sched, "guest_slice_declined", st->guest_slice_declined);
+	json_out_u64(o, sched, "wake_cut_slices", st->wake_cut_slices);
 	json_out_u64(o, sched, "kernel_halts", st->kernel_halts);
 	json_out_u64(o, sched, "unslotted_wakes", st->unslotted_wakes);
 	json_out_u64(o, sched, "sticky_grants", st->sticky_grants);

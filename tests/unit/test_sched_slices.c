@@ -1,6 +1,7 @@
 /*
- * Guest-timed slices (sched/core_gslice.c), scenario by scenario on a fake
- * clock: the core tells a guest that opted in how long its slice is and
+ * How slices end, scenario by scenario on a fake clock: slices cut short
+ * while a woken vCPU queues (params.wake_slice_ns), and guest-timed slices
+ * (sched/core_gslice.c): the core tells a guest that opted in how long its slice is and
  * whether anyone queues; the guest leaves at its own slice end; the core
  * arms only the hard deadline and never wakes for the slice end itself.
  * The random event sequences with invariants after every event are in
@@ -48,6 +49,8 @@ static void drain(struct sched_core *c, struct fake *f)
 	CHECK(sched_core_check(c) == NULL);
 }
 
+static uint64_t mk_wake_slice; /* the next mk's wake_slice_ns */
+
 static struct sched_core *mk(const char *pol, int m, int n, bool opt_in, struct fake *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -59,7 +62,7 @@ static struct sched_core *mk(const char *pol, int m, int n, bool opt_in, struct 
 	struct sched_params p = {
 		.nvcpus = n, .npcpus = m, .policy = pol, .defer = true, .guest_slice = true,
 		.slice_ns = SLICE, .defer_max_ns = DEFER, .spin_sources = SCHED_SPIN_YIELD,
-		.nvms = !strcmp(pol, "gang") ? n : 1,
+		.nvms = !strcmp(pol, "gang") ? n : 1, .wake_slice_ns = mk_wake_slice,
 	};
 	static const int vm_of[4] = { 0, 1, 2, 3 };
 	if (!strcmp(pol, "gang"))
@@ -248,8 +251,65 @@ static void case_leaving_seat(void)
 	sched_core_destroy(c);
 }
 
+#define WAKE_SLICE (500 * US)
+
+/* A kicked vCPU queues (no hand-off under `none`): the running slice ends
+ * WAKE_SLICE after it began, not SLICE. */
+static void case_wake_cuts_the_slice(bool opt_in)
+{
+	struct fake f;
+	mk_wake_slice = WAKE_SLICE;
+	struct sched_core *c = mk("none", 1, 3, opt_in, &f);
+	mk_wake_slice = 0;
+	resume(c, &f, 0, 0);
+	/* 1 and 2 queue; 0 leaves at its slice end, 1 runs and 0 waits */
+	CHECK(sched_core_wait(c, 0, SCHED_NO_TIMEOUT, 10 * US) == 1);
+	drain(c, &f);
+	resume(c, &f, 1, 20 * US);
+	/* a plain queue: the full slice (guest-timed or not) */
+	uint64_t full = opt_in ? 20 * US + SLICE + DEFER : 20 * US + SLICE;
+	CHECK(sched_core_next_deadline(c) == full);
+	/* 1 kicks 0: woken, queued behind 2 at the front; the slice is cut */
+	sched_core_kick(c, 1, 0, 100 * US);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNABLE && c->nwoken == 1);
+	CHECK(sched_core_next_deadline(c) == 20 * US + WAKE_SLICE);
+	sched_core_tick(c, 20 * US + WAKE_SLICE);
+	drain(c, &f);
+	/* asked at a safe point even when the guest times its slices: it
+	 * knows only the full length */
+	CHECK(f.pending_sets == 1 && c->v[1].st.wake_cut_slices == 1 && c->v[1].st.deferrals == 1);
+	sched_core_safe_point(c, 1, 20 * US + WAKE_SLICE + 5 * US);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNING && c->nwoken == 0);
+	/* the woken one runs: slices are whole again */
+	resume(c, &f, 0, 600 * US);
+	CHECK(sched_core_next_deadline(c) == (opt_in ? 600 * US + SLICE + DEFER : 600 * US + SLICE));
+	sched_core_destroy(c);
+}
+
+/* Gang keeps the slices of its VM sets: a wake-up does not cut them. */
+static void case_wake_leaves_gang_alone(void)
+{
+	struct fake f;
+	mk_wake_slice = WAKE_SLICE;
+	struct sched_core *c = mk("gang", 1, 2, false, &f);
+	mk_wake_slice = 0;
+	resume(c, &f, 0, 0);
+	uint64_t before = sched_core_next_deadline(c);
+	CHECK(sched_core_wait(c, 0, SCHED_NO_TIMEOUT, 10 * US) == 1);
+	drain(c, &f);
+	sched_core_wake(c, 0, 20 * US);
+	drain(c, &f);
+	CHECK(sched_core_next_deadline(c) >= before && c->v[1].st.wake_cut_slices == 0);
+	sched_core_destroy(c);
+}
+
 int main(void)
 {
+	CASE(case_wake_cuts_the_slice(false));
+	CASE(case_wake_cuts_the_slice(true));
+	CASE(case_wake_leaves_gang_alone());
 	CASE(case_guest_ends_its_slice());
 	CASE(case_hard_deadline());
 	CASE(case_early_claim_declined());
