@@ -160,17 +160,55 @@ def test_bench_micro_guest_timed_keys():
         assert p.returncode == 0, (p.stdout, p.stderr)
         with open(os.path.join(d, "results.json")) as f:
             mi = json.load(f)["micro"]
-        for k in ("kick_to_guest_ns", "kicks_timed", "safe_point_switch_ns", "safe_point_switches"):
+        # the safe-point switch on both paths: guest-timed slices (the
+        # default) and the VMM's request (--guest-slice off)
+        for k in ("kick_to_guest_ns", "kicks_timed", "safe_point_switch_ns", "safe_point_switches",
+                  "request_switch_ns", "request_switches"):
             v = mi[k]["median"]
             assert isinstance(v, (int, float)) and math.isfinite(v) and v > 0, (k, mi[k])
-        hard = mi["safe_point_deferrals_hard"]["median"]
-        assert isinstance(hard, (int, float)) and hard >= 0, mi
-        assert mi["kick_to_guest_over_futex"] > 0, mi
+        for k in ("safe_point_deferrals_hard", "request_deferrals_hard"):
+            hard = mi[k]["median"]
+            assert isinstance(hard, (int, float)) and hard >= 0, (k, mi)
+        assert mi["kick_to_guest_over_futex"] > 0 and mi["request_switch_over_safe_point_switch"] > 0, mi
         with open(os.path.join(d, "micro.csv")) as f:
             names = [row["name"] for row in csv.DictReader(f)]
-        for k in ("kick_to_guest_ns", "safe_point_switch_ns", "safe_point_deferrals_hard"):
+        for k in ("kick_to_guest_ns", "safe_point_switch_ns", "safe_point_deferrals_hard",
+                  "request_switch_ns", "request_switches", "request_deferrals_hard"):
             assert k in names, names
         assert "PV kick -> guest code" in p.stdout and "safe-point switch" in p.stdout, p.stdout
+        assert "requested switch" in p.stdout, p.stdout
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@harness.nested_stage
+def test_bench_guest_slice_on_off_side_by_side():
+    """--guest-slice on,off: the same cell on both safe-point paths in one
+    run, each doing what its path says: on, the guest leaves at its own
+    slice ends (guest-timed yields); off, the VMM defers its slice ends and
+    the guest never times one. 2 vCPUs on 1 slot: every slice end has
+    someone queued. Slices as test_sched's guest-timed test takes them."""
+    harness.need_kvm()
+    slice_us, defer_us, dur = ("10000", "5000", "2s") if harness.nested() else ("1000", "200", "300ms")
+    p, d = bench("--locks", "ticket", "--policies", "none", "--overcommit", "1,2", "--pcpus", "1",
+                 "--slice-us", slice_us, "--defer-us", defer_us, "--guest-slice", "on,off",
+                 "--reps", "1", "--duration", dur, "--no-micro", "--no-native", "--no-plot",
+                 timeout=600)
+    try:
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        doc, rows, _ = load(d)
+        assert doc["config"]["guest_slice"] == ["on", "off"], doc["config"]
+        two = {c["guest_slice"]: c for c in doc["cells"]
+               if c["kind"] == "vm" and c["policy"] == "none" and c["overcommit"] == 2}
+        assert set(two) == {"on", "off"}, doc["cells"]
+        on, off = two["on"]["sched"], two["off"]["sched"]
+        assert on["guest_slice_yields"] > 0 and on["guest_slice_yields_per_s"] > 0, on
+        assert off["guest_slice_yields"] == 0 and off["deferrals"] > 0, off
+        assert off["deferrals_hard"] < off["deferrals"], off  # answered at safe points
+        for c, row in zip(doc["cells"], rows):
+            assert row["guest_slice"] == c["guest_slice"], (row, c)
+        assert {l["id"] for l in doc["loss"]} >= {two["on"]["id"], two["off"]["id"]}, doc["loss"]
+        assert "/gsoff" in p.stdout and "gsyield/s" in p.stdout, p.stdout
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

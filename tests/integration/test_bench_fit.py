@@ -16,8 +16,8 @@ SWEEP = ["--test-synthetic", "--locks", "tas,pvticket", "--policies", "host,pv,n
          "--slice-us", "3000,6000,12000,24000", "--overcommit", "1,2,4", "--reps", "5",
          "--pcpus", "2", "--duration", "100ms", "--no-plot", "--no-micro", "--no-native"]
 
-GROUP_KEYS = ("workload", "lock", "policy", "spin_threshold", "defer_us", "vms", "vcpus_per_vm",
-              "pcpus", "mode")
+GROUP_KEYS = ("workload", "lock", "policy", "spin_threshold", "defer_us", "guest_slice", "vms",
+              "vcpus_per_vm", "pcpus", "mode")
 
 
 def close(a, b, rel=1e-9):
@@ -41,18 +41,18 @@ def rows(path):
         return list(csv.DictReader(f))
 
 
-def check_fits(doc):
+def check_fits(doc, ngroups=8, slices=(3000, 6000, 12000, 24000)):
     cells = doc["cells"]
     groups = {}
     for c in cells:
         if c["kind"] == "vm" and c["policy"] != "host" and c["overcommit"] > 1:
             groups.setdefault(tuple(c[k] for k in GROUP_KEYS), []).append(c)
     # 2 locks x pv, none x 2x, 4x, each swept over 4 slices
-    assert len(groups) == 8 and len(doc["slice_fit"]) == 8, doc["slice_fit"]
+    assert len(groups) == ngroups and len(doc["slice_fit"]) == ngroups, doc["slice_fit"]
     for f in doc["slice_fit"]:
         first = cells[f["first_id"]]
         g = groups[tuple(first[k] for k in GROUP_KEYS)]
-        assert f["ids"] == [c["id"] for c in g] and f["slices_us"] == [3000, 6000, 12000, 24000], f
+        assert f["ids"] == [c["id"] for c in g] and f["slices_us"] == list(slices), f
         a, c, r2 = fit([x["slice_us"] for x in g], [1 - x["efficiency"] for x in g])
         assert close(f["a"], a) and close(f["c_us"], c), (f, a, c)
         assert close(f["r2"], 1, 1e-9) and close(r2, 1, 1e-9), (f, r2)
@@ -128,6 +128,30 @@ def test_slice_fit_and_loss_table_merge():
         for row, l in zip(loss, full["loss"]):
             for k in ("run_share", "share_ratio", "pts_slot", "pts_ops", "switches_per_s"):
                 assert float(row[k]) == l[k], (k, row, l)
+
+
+def test_guest_slice_paths_fit_apart():
+    """--guest-slice on,off: a sweep per path (a group differs only in the
+    slice), both in the fit table and the loss table, through shards and merge."""
+    gs = ["--test-synthetic", "--locks", "tas", "--policies", "host,pv", "--slice-us",
+          "3000,6000,12000", "--guest-slice", "on,off", "--overcommit", "1,2", "--reps", "5",
+          "--pcpus", "2", "--duration", "100ms", "--no-plot", "--no-micro", "--no-native"]
+    with tbm.Tmp() as t:
+        p = tbm.bench(*gs, "--out", t.p("full"))
+        assert p.returncode == 0, p.stderr
+        full = tbm.load(t.p("full"))
+        check_fits(full, ngroups=2, slices=(3000, 6000, 12000))
+        check_loss(full)
+        assert sorted(full["cells"][f["first_id"]]["guest_slice"] for f in full["slice_fit"]) == \
+            ["off", "on"], full["slice_fit"]
+        fits = rows(t.p("full", "slice_fit.csv"))
+        assert sorted(r["guest_slice"] for r in fits) == ["off", "on"], fits
+        m = tbm.merge(t.p("m"), *t.shards(2, matrix=gs))
+        assert m.returncode == 0, m.stderr
+        merged = tbm.load(t.p("m"))
+        assert merged["slice_fit"] == full["slice_fit"] and merged["loss"] == full["loss"]
+        for name in ("slice_fit.csv", "loss.csv"):
+            assert tbm.read(t.p("full", name)) == tbm.read(t.p("m", name)), name
 
 
 def test_no_fit_below_three_slices():

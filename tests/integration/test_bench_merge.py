@@ -336,3 +336,156 @@ def test_bad_slice_and_defer():
                 ["--defer-us", "x"]):
         p = bench(*DIMS, *bad, "--list-cells")
         assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (bad, p)
+
+
+def test_bad_guest_slice():
+    for bad in (["--guest-slice", "maybe"], ["--guest-slice", "on,on"], ["--guest-slice", ""],
+                ["--guest-slice", "on,off,on"], ["--guest-slice", "1"]):
+        p = bench(*DIMS, *bad, "--list-cells")
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (bad, p)
+        assert "--guest-slice" in p.stderr, (bad, p.stderr)
+
+
+# Both safe-point paths side by side: the guest times its slices (on, the
+# default) or the VMM does and requests each switch (off).
+GS = ["--test-synthetic", "--locks", "tas", "--policies", "pv,none", "--guest-slice", "on,off",
+      "--overcommit", "1,2", "--reps", "5", "--pcpus", "2", "--duration", "100ms", "--no-plot",
+      "--no-micro"]
+
+
+def test_guest_slice_dimension_merges():
+    with Tmp() as t:
+        listed = bench(*GS, "--list-cells").stdout
+        keys = [l.split("\t")[1] for l in listed.splitlines() if l.split("\t")[0].isdigit()]
+        # on keeps the key it always had; off is marked; host and native take neither
+        for pol in ("pv", "none"):
+            for x in (2, 4):
+                k = "vm:lockbench:tas:%s:process:1x%d:p2:t4096" % (pol, x)
+                assert k in keys and k + ":gsoff" in keys, (k, keys)
+        assert not any(k.endswith(":gsoff") for k in keys if ":host:" in k or k.startswith("native:"))
+        assert len(keys) == len(set(keys)) == 2 + 2 * 2 * 2 + 2, keys
+        # the default matrix's keys (and so its fingerprint) do not change
+        plain = [a for a in GS if a not in ("--guest-slice", "on,off")]
+        assert bench(*plain, "--list-cells").stdout == \
+            bench(*plain, "--guest-slice", "on", "--list-cells").stdout
+        full = load(t.run("full", matrix=GS))
+        s = t.shards(3, matrix=GS)
+        assert merge(t.p("a"), *s).returncode == 0
+        for name in ("results.csv", "runs.csv", "loss.csv", "slice_fit.csv"):
+            assert read(t.p("full", name)) == read(t.p("a", name)), name
+        m = load(t.p("a"))
+        assert m["config"]["guest_slice"] == ["on", "off"], m["config"]
+        assert m["shard"]["matrix"] == full["shard"]["matrix"]
+        assert [dict(c, runs=None) for c in m["cells"]] == [dict(c, runs=None) for c in full["cells"]]
+        assert m["loss"] == full["loss"]
+        vm = [c for c in m["cells"] if c["kind"] == "vm"]
+        assert {(c["policy"], c["guest_slice"]) for c in vm} == \
+            {("host", "on"), ("pv", "on"), ("pv", "off"), ("none", "on"), ("none", "off")}, vm
+        assert all(c["guest_slice"] == "on" for c in m["cells"] if c["kind"] == "native")
+        # 1x runs alike whatever the guest-slice value: one pool of all five
+        ones = sorted(c["id"] for c in vm if c["vcpus_total"] == 2)
+        assert len(ones) == 5, ones
+        for c in m["cells"]:
+            assert c["status"] == "ok" and len(c["runs"]) == 5, c
+            if c["kind"] == "vm":
+                assert c["ref_ids"] == ones, (c["id"], c["ref_ids"])
+                ref = m["cells"][c["ref_id"]]
+                assert ref["policy"] == c["policy"] and ref["guest_slice"] == c["guest_slice"], (c, ref)
+            bench_stats_ref.check_cell(m, c)
+        # the two paths' counts, per run and as medians and rates
+        for c in vm:
+            runs = [r["sched"] for r in c["runs"]]
+            for k in ("guest_slice_yields", "guest_slice_declined"):
+                assert c["sched"][k] == bench_stats_ref.median([r[k] for r in runs]), (c["id"], k)
+            gy = [r["guest_slice_yields"] / r["window_s"] for r in runs]
+            assert c["sched"]["guest_slice_yields_per_s"] == bench_stats_ref.median(gy), c["id"]
+            if c["overcommit"] == 2 and c["policy"] != "host":
+                if c["guest_slice"] == "on":  # the guest left at its own slice ends
+                    assert c["sched"]["guest_slice_yields"] > 0 and c["sched"]["deferrals"] == 0, c
+                else:  # the VMM deferred its own slice ends, no guest-timed yield
+                    assert c["sched"]["guest_slice_yields"] == 0 and c["sched"]["deferrals"] > 0, c
+        with open(t.p("a", "results.csv")) as f:
+            for row, c in zip(csv.DictReader(f), m["cells"]):
+                assert row["guest_slice"] == c["guest_slice"], (row, c)
+                if c["kind"] == "vm":
+                    assert float(row["guest_slice_yields_per_s"]) == c["sched"]["guest_slice_yields_per_s"]
+        # the loss table has both paths, each with its own slice-end rate
+        loss = {l["id"]: l for l in m["loss"]}
+        for c in vm:
+            if c["overcommit"] != 2:
+                continue
+            l = loss[c["id"]]
+            assert l["guest_slice_yields_per_s"] == c["sched"]["guest_slice_yields_per_s"], (l, c)
+            s = c["sched"]
+            if c["policy"] != "host" and c["guest_slice"] == "on":
+                want = s["deferrals_hard"] / (s["guest_slice_yields"] + s["deferrals_hard"])
+            else:
+                want = s["deferrals_hard"] / s["deferrals"] if s["deferrals"] else None
+            assert want is None and l["hard_share"] is None or abs(l["hard_share"] - want) < 1e-9, (l, want)
+        out = bench(*GS, "--out", t.p("table")).stdout
+        assert "pv/gsoff" in out and "none/gsoff" in out and "gsyield/s" in out, out
+
+
+def _old_file(doc, micro_from=None):
+    """doc as a results.json written before --guest-slice and its micro keys."""
+    del doc["config"]["guest_slice"]
+    for c in doc["cells"]:
+        del c["guest_slice"]
+        for s in [c.get("sched")] + [r.get("sched") for r in c["runs"]]:
+            if s:
+                for k in ("guest_slice_yields", "guest_slice_declined", "guest_slice_yields_per_s"):
+                    s.pop(k, None)
+    names = list(doc["micro"].keys())
+    first = names.index(micro_from or "request_switch_ns")
+    for k in names[first:]:
+        if isinstance(doc["micro"][k], dict) or k.endswith("_over_safe_point_switch"):
+            del doc["micro"][k]
+    return doc
+
+
+def test_file_from_before_guest_slices_merges():
+    """An older results.json (no guest-slice in its config, fewer micro keys)
+    merges: the missing micro keys are unknown and guest-slice is on, the old
+    default; a file missing a key that older files had is still refused."""
+    with Tmp() as t:
+        d = t.run("old")
+        new = load(d)
+        assert new["config"]["guest_slice"] == ["on"]
+        for k in ("request_switch_ns", "request_switches", "request_deferrals_hard"):
+            assert len(new["micro"][k]["runs"]) == 3 and new["micro"][k]["median"] > 0, k
+        assert new["micro"]["request_switch_over_safe_point_switch"] > 0
+        for since, gone in (("request_switch_ns", 3), ("safe_point_switch_ns", 8)):
+            doc = _old_file(load(d), since)
+            with open(t.p("old.json"), "w") as f:
+                json.dump(doc, f)
+            p = merge(t.p("m"), t.p("old.json"))
+            assert p.returncode == 0, (since, p.stderr)
+            m = load(t.p("m"))
+            assert m["config"]["guest_slice"] == ["on"], m["config"]
+            assert m["shard"]["matrix"] == new["shard"]["matrix"]
+            names = [k for k, v in m["micro"].items() if isinstance(v, dict)]
+            assert len(names) == 15, names
+            for k in names[:-gone]:
+                assert m["micro"][k] == new["micro"][k], k
+            for k in names[-gone:]:
+                assert m["micro"][k]["median"] is None and m["micro"][k]["runs"] == [None] * 3, k
+            assert m["micro"]["request_switch_over_safe_point_switch"] is None
+            assert all(c["guest_slice"] == "on" for c in m["cells"])
+            assert all(c["sched"]["guest_slice_yields"] is None for c in m["cells"] if c["kind"] == "vm")
+            for c, o in zip(m["cells"], new["cells"]):
+                assert c["efficiency"] == o["efficiency"] and c["ref_ids"] == o["ref_ids"], c["id"]
+        # malformed, not older: a gap in the micro keys, or one every file has
+        for k in ("safe_point_switch_ns", "hypercall_ns"):
+            doc = load(d)
+            del doc["micro"][k]
+            with open(t.p("bad.json"), "w") as f:
+                json.dump(doc, f)
+            p = merge(t.p("m2"), t.p("bad.json"))
+            assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (k, p)
+            assert "micro.%s" % k in p.stderr, (k, p.stderr)
+        doc = load(d)
+        doc["config"]["guest_slice"] = ["sometimes"]
+        with open(t.p("bad.json"), "w") as f:
+            json.dump(doc, f)
+        p = merge(t.p("m3"), t.p("bad.json"))
+        assert p.returncode == 2 and "config" in p.stderr and "--guest-slice" in p.stderr, p

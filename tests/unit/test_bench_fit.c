@@ -153,6 +153,28 @@ static void test_groups(void)
 	free(f);
 }
 
+/* Both safe-point paths in one sweep, interleaved as the matrix makes them:
+ * each is its own group, so each fit is exact; mixed, neither would be. */
+static void test_groups_guest_slice(void)
+{
+	struct bench_cell cells[8];
+	unsigned n = 0;
+	const double s[] = { 3000, 6000, 12000, 24000 };
+	for (unsigned k = 0; k < 4; k++) {
+		cells[n] = cell(n, "pv", 4, (uint32_t)s[k], loss_at(0.05, 90, s[k])), n++;
+		cells[n] = cell(n, "pv", 4, (uint32_t)s[k], loss_at(0.02, 40, s[k]));
+		cells[n].guest_slice_off = true, n++;
+	}
+	struct bench_matrix m = { n, cells };
+	struct bench_slice_fit *f;
+	CHECK_EQ(bench_slice_fits(&m, &f), 2);
+	CHECK(f[0].first == 0 && f[0].n == 4 && f[0].ids[3] == 6);
+	CHECK(NEAR(f[0].fit.a, 0.05) && NEAR(f[0].fit.c_us, 90) && NEAR(f[0].fit.r2, 1));
+	CHECK(f[1].first == 1 && f[1].n == 4 && f[1].ids[3] == 7);
+	CHECK(NEAR(f[1].fit.a, 0.02) && NEAR(f[1].fit.c_us, 40) && NEAR(f[1].fit.r2, 1));
+	free(f);
+}
+
 /* A run with ops/s, the guest's running ns and window. */
 static void run(struct bench_cell *c, double ops, double run_s, double window_s)
 {
@@ -204,6 +226,15 @@ static void test_loss(void)
 	CHECK(NEAR(l.lost_us_per_switch, 196));
 	CHECK(NEAR(l.hard_share, 0.25) && NEAR(l.spins_queued_kept, 7));
 	CHECK(NEAR(l.loop_wakeups_per_s, 300) && NEAR(l.deferrals_per_s, 200));
+	/* guest-timed slices: a slice end is the guest's yield or, when it was
+	 * late, the hard deadline alone (no deferral) */
+	cells[1].sched_median[BENCH_SCHED_GUEST_SLICE_YIELDS] = 150;
+	cells[1].sched_median[BENCH_SCHED_DEFERRALS] = 0;
+	cells[1].rate[BENCH_RATE_GUEST_SLICE_YIELDS] = 150;
+	CHECK_EQ(bench_loss_cell(&m, &cells[1], &l), 0);
+	CHECK(NEAR(l.hard_share, 0.25) && NEAR(l.guest_slice_yields_per_s, 150));
+	cells[1].sched_median[BENCH_SCHED_GUEST_SLICE_YIELDS] = NAN;
+	cells[1].sched_median[BENCH_SCHED_DEFERRALS] = 200;
 	/* no run meter (an older guest): the shares are unknown, never made up */
 	cells[1].runs[0].sched[BENCH_SCHED_RUN_NS_TOTAL] = NAN;
 	cells[1].runs[1].sched[BENCH_SCHED_RUN_NS_TOTAL] = NAN;
@@ -220,6 +251,7 @@ int main(void)
 	RUN(test_degenerate);
 	RUN(test_slice_for);
 	RUN(test_groups);
+	RUN(test_groups_guest_slice);
 	RUN(test_loss);
 	return check_summary();
 }

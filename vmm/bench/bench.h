@@ -46,6 +46,12 @@ struct bench_nums {
 	double v[BENCH_MAX_LIST];
 };
 
+/* --guest-slice on,off: each value at most once, in the order given. */
+struct bench_onoff {
+	unsigned n;
+	bool off[2];
+};
+
 /*
  * How a cell with K > 1 VMs runs them. PROCESS: one `vmm run --vms K` (one
  * scheduler, one process; every 1-VM cell is this). DOMAIN: K `vmm run
@@ -68,6 +74,7 @@ struct bench_opts {
 	struct bench_nums vms;
 	struct bench_nums thresholds;
 	struct bench_nums slices, defers; /* --slice-us, --defer-us: co-scheduler cells only */
+	struct bench_onoff guest_slices;  /* --guest-slice: co-scheduler cells only */
 	const char *out_dir;
 	bool plot, native, micro;
 	bool modes[BENCH_MODES]; /* --vm-mode: which rows a K > 1 cell gets */
@@ -103,12 +110,19 @@ enum bench_sched_stat {
 	/* The guest's own run meter: its vCPUs' running ns, summed, and the
 	 * guest's measured window (the longest VM's), for the loss table. */
 	BENCH_SCHED_RUN_NS_TOTAL, BENCH_SCHED_GUEST_WINDOW_S,
+	/* Guest-timed slices: the guest left at its own slice end, or asked
+	 * too early or with nobody queued. Files written before them lack both. */
+	BENCH_SCHED_GUEST_SLICE_YIELDS, BENCH_SCHED_GUEST_SLICE_DECLINED,
 	BENCH_SCHED_STATS
 };
 /* results.json keys, in this order */
 extern const char *const bench_sched_names[BENCH_SCHED_STATS];
 /* Per-second rates the CSV carries: per run, then the median over runs. */
-enum bench_rate { BENCH_RATE_SWITCHES, BENCH_RATE_LOOP_WAKEUPS, BENCH_RATE_DEFERRALS, BENCH_RATES };
+enum bench_rate {
+	BENCH_RATE_SWITCHES, BENCH_RATE_LOOP_WAKEUPS, BENCH_RATE_DEFERRALS,
+	BENCH_RATE_GUEST_SLICE_YIELDS, /* slice ends the guest timed (gs off: deferrals stand for them) */
+	BENCH_RATES
+};
 extern const char *const bench_rate_names[BENCH_RATES];
 struct bench_json;
 void bench_sched_clear(double *s);
@@ -141,6 +155,7 @@ struct bench_cell {
 	enum bench_mode mode;
 	uint32_t spin_threshold;
 	uint32_t slice_us, defer_us; /* host and native cells: the defaults (they take neither) */
+	bool guest_slice_off; /* --guest-slice off; false (vmm run's default, on) for host and native */
 	unsigned vms, vcpus; /* vCPUs per VM; native: threads */
 	unsigned pcpus;
 	double overcommit;   /* all vCPUs (or threads) / pcpus */
@@ -241,6 +256,7 @@ struct bench_loss {
 	double ops_ratio;          /* ops per guest-running second / 1x's */
 	double pts_slot, pts_ops;  /* 1 - eff = pts_slot + pts_ops */
 	double switches_per_s, lost_us_per_switch, loop_wakeups_per_s, deferrals_per_s;
+	double guest_slice_yields_per_s;
 	double hard_share;         /* hard deadlines / deferrals */
 	double spins_queued_kept;  /* median count per run */
 };
@@ -323,7 +339,10 @@ int bench_native_run(const char *lock, unsigned threads, unsigned pcpus, uint32_
 		     uint32_t cs_cycles, uint32_t work_cycles, uint32_t spin_threshold,
 		     double *ops_per_s);
 
-#define BENCH_MICRO_KINDS 12
+#define BENCH_MICRO_KINDS 15
+/* The kinds every results.json with shards has (hypercall_ns .. forced_preemption_gross_ns);
+ * a file may lack the later ones, which were added after it (bench_load.c). */
+#define BENCH_MICRO_KINDS_FIRST 7
 /* New kinds go at the end: results.json and micro.csv list them in this order. */
 enum bench_micro_kind {
 	BENCH_MICRO_HC,      /* hypercall round trip, ns */
@@ -338,6 +357,12 @@ enum bench_micro_kind {
 	BENCH_MICRO_SP_HARD,    /* its hard deferrals (forced exits): ~0 when the path is right */
 	BENCH_MICRO_KICK_GUEST, /* guest TSC: kicker before the kick -> sleeper's wait returned, ns */
 	BENCH_MICRO_KICKS_TIMED, /* kicks timed in that run */
+	/* The same spswitch with --guest-slice off: the VMM times the slice and
+	 * requests the switch (preempt_pending), the guest yields at its next
+	 * lock boundary. The SP_ kinds above are the guest-timed path (the default). */
+	BENCH_MICRO_REQ_SWITCH,  /* guest TSC, as SP_SWITCH, ns */
+	BENCH_MICRO_REQ_SWITCHES, /* switches timed in that run */
+	BENCH_MICRO_REQ_HARD,    /* its hard deferrals */
 };
 
 struct bench_micro {

@@ -135,6 +135,26 @@ static int numbers_from(const char *opt, const char *arg, double min, double max
 	return r;
 }
 
+/* on,off for --guest-slice, each once. */
+static int on_off(const char *opt, const char *arg, struct bench_onoff *out, char *err, size_t errlen)
+{
+	struct bench_strs s;
+	int r = split(opt, arg, &s, err, errlen);
+	if (r)
+		return r;
+	if (s.n > 2)
+		return parse_fail(err, errlen, "%s: at most on and off, once each", opt);
+	out->n = s.n;
+	for (unsigned i = 0; i < s.n; i++) {
+		if (strcmp(s.v[i], "on") && strcmp(s.v[i], "off"))
+			return parse_fail(err, errlen, "%s: unknown '%s' (known: on, off)", opt, s.v[i]);
+		out->off[i] = !strcmp(s.v[i], "off");
+		if (i && out->off[0] == out->off[i])
+			return parse_fail(err, errlen, "%s: '%s' given twice", opt, s.v[i]);
+	}
+	return 0;
+}
+
 static int vm_modes(const char *arg, struct bench_opts *o, char *err, size_t errlen)
 {
 	struct bench_strs s;
@@ -191,6 +211,7 @@ void bench_opts_defaults(struct bench_opts *o)
 	o->reps = BENCH_DEFAULT_REPS;
 	o->slices = (struct bench_nums){ 1, { BENCH_SLICE_US_DEFAULT } };
 	o->defers = (struct bench_nums){ 1, { BENCH_DEFER_US_DEFAULT } };
+	o->guest_slices = (struct bench_onoff){ 1, { false } };
 	o->duration_ms = 1000;
 	o->pcpus = usable_cpus();
 	o->cs_cycles = 1000;
@@ -233,6 +254,8 @@ void bench_print_usage(FILE *out)
 		"  --slice-us LIST         co-scheduler time slices in us, e.g. 3000,6000,12000 (default\n"
 		"                          6000, vmm run's; not for --sched host)\n"
 		"  --defer-us LIST         bounds on a safe-point deferral in us (default 200, vmm run's)\n"
+		"  --guest-slice LIST      on, off or on,off: the guest times its own slices, or the VMM\n"
+		"                          does and requests each switch (default on, vmm run's)\n"
 		"  --vm-mode LIST          how cells with several VMs run them (default all three):\n"
 		"                            domain     one `vmm run --domain` process per VM, one agent\n"
 		"                            process    one `vmm run --vms K` process\n"
@@ -263,6 +286,7 @@ enum {
 	OPT_POLICIES, OPT_OVERCOMMIT, OPT_VMS, OPT_THRESHOLDS, OPT_CS, OPT_WORK, OPT_OUT,
 	OPT_NO_PLOT, OPT_NO_NATIVE, OPT_NO_MICRO, OPT_TEST_FAIL, OPT_VM_MODE, OPT_START_MARGIN,
 	OPT_LIST_CELLS, OPT_SHARD, OPT_CELLS, OPT_TEST_SYNTH, OPT_SLICES, OPT_DEFERS,
+	OPT_GUEST_SLICE,
 };
 
 static const struct option bench_long[] = {
@@ -278,6 +302,7 @@ static const struct option bench_long[] = {
 	{ "spin-thresholds", required_argument, 0, OPT_THRESHOLDS },
 	{ "slice-us", required_argument, 0, OPT_SLICES },
 	{ "defer-us", required_argument, 0, OPT_DEFERS },
+	{ "guest-slice", required_argument, 0, OPT_GUEST_SLICE },
 	{ "cs-cycles", required_argument, 0, OPT_CS },
 	{ "work-cycles", required_argument, 0, OPT_WORK },
 	{ "out", required_argument, 0, OPT_OUT },
@@ -403,6 +428,9 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 			break;
 		case OPT_DEFERS:
 			r = numbers_from("--defer-us", optarg, 1, 1000000, &o->defers, err, errlen);
+			break;
+		case OPT_GUEST_SLICE:
+			r = on_off("--guest-slice", optarg, &o->guest_slices, err, errlen);
 			break;
 		case OPT_CS:
 			r = whole("--cs-cycles", optarg, 0, UINT32_MAX, &v, err, errlen);

@@ -234,6 +234,10 @@ unsigned bench_run_args(const struct bench_opts *o, const struct bench_cell *c, 
 		args[n++] = "--defer-us";
 		args[n++] = NUM("%u", c->defer_us);
 	}
+	if (!host && c->guest_slice_off) {
+		args[n++] = "--guest-slice";
+		args[n++] = "off";
+	}
 	/* The PV shootdown is a policy of its own in the gang experiment. */
 	args[n++] = "--pv-shootdown";
 	args[n++] = !strcmp(c->policy, "pv") ? "on" : "off";

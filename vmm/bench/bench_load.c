@@ -293,13 +293,15 @@ int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char
 		argv[argc++] = whole[i][1];
 		argv[argc++] = nums[i];
 	}
-	/* Absent from files of before these were dimensions: vmm run's defaults. */
-	static const char *const dims[][2] = { { "slice_us", "--slice-us" }, { "defer_us", "--defer-us" } };
-	char dvals[2][1024];
-	for (unsigned i = 0; i < 2; i++) {
+	/* Absent from files of before these were dimensions: vmm run's defaults
+	 * (guest_slice: on, which is what those runs had). */
+	static const char *const dims[][2] = { { "slice_us", "--slice-us" }, { "defer_us", "--defer-us" },
+					       { "guest_slice", "--guest-slice" } };
+	char dvals[3][1024];
+	for (unsigned i = 0; i < 3; i++) {
 		if (!json_object_get(cfg, dims[i][0]))
 			continue;
-		if ((r = join(&x, cfg, dims[i][0], false, dvals[i], sizeof(dvals[i]))))
+		if ((r = join(&x, cfg, dims[i][0], i == 2, dvals[i], sizeof(dvals[i]))))
 			return r;
 		argv[argc++] = dims[i][1];
 		argv[argc++] = dvals[i];
@@ -336,7 +338,8 @@ int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char
 
 /* A run's "sched": absent (a native run, or an older file) is all unknown;
  * present, every statistic is a non-negative number or null, but for the
- * run meter's two, which files written before them lack (unknown then). */
+ * run meter's two and the guest-timed slices' two, which files written
+ * before them lack (unknown then). */
 static int load_sched(const struct ctx *x, json_t *st, const char *field, double *out)
 {
 	bench_sched_clear(out);
@@ -414,12 +417,42 @@ static int load_run(const struct ctx *x, json_t *j, const struct bench_cell *c, 
 	return 0;
 }
 
+/*
+ * Kinds are only ever added at the end, so a file from before some were
+ * added has a prefix of ours: at least the first BENCH_MICRO_KINDS_FIRST,
+ * then none missing before one present. The missing tail is unknown (NaN);
+ * a gap, or a missing early kind, is a malformed file.
+ */
+static int micro_kinds_in(const struct ctx *x, json_t *micro, unsigned *n)
+{
+	*n = 0;
+	while (*n < BENCH_MICRO_KINDS && json_object_get(micro, bench_micro_names[*n]))
+		(*n)++;
+	char field[96];
+	if (*n < BENCH_MICRO_KINDS_FIRST) {
+		snprintf(field, sizeof(field), "micro.%s", bench_micro_names[*n]);
+		return bad(x, field, "absent");
+	}
+	for (unsigned k = *n + 1; k < BENCH_MICRO_KINDS; k++)
+		if (json_object_get(micro, bench_micro_names[k])) {
+			snprintf(field, sizeof(field), "micro.%s", bench_micro_names[*n]);
+			return bad(x, field, "absent, but the later micro.%s is there", bench_micro_names[k]);
+		}
+	return 0;
+}
+
 static int load_micro(const struct ctx *x, json_t *root, unsigned rep, struct bench_micro *mi)
 {
 	json_t *micro = json_object_get(root, "micro");
+	unsigned kinds;
 	if (!json_is_object(micro))
 		return bad(x, "micro", "absent, but the units have micro repetitions");
-	for (unsigned k = 0; k < BENCH_MICRO_KINDS; k++) {
+	int r = micro_kinds_in(x, micro, &kinds);
+	if (r)
+		return r;
+	for (unsigned k = kinds; k < BENCH_MICRO_KINDS; k++)
+		mi->raw[k][rep] = NAN;
+	for (unsigned k = 0; k < kinds; k++) {
 		char field[96];
 		json_t *one = json_object_get(micro, bench_micro_names[k]);
 		json_t *runs = json_object_get(one, "runs"), *v = json_array_get(runs, rep);

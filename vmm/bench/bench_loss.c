@@ -77,7 +77,13 @@ int bench_loss_cell(const struct bench_matrix *m, const struct bench_cell *c, st
 	l->lost_us_per_switch = l->switches_per_s > 0 ? lost_s_per_s / l->switches_per_s * 1e6 : NAN;
 	l->loop_wakeups_per_s = c->rate[BENCH_RATE_LOOP_WAKEUPS];
 	l->deferrals_per_s = c->rate[BENCH_RATE_DEFERRALS];
-	l->hard_share = bench_ratio(s[BENCH_SCHED_DEFERRALS_HARD], s[BENCH_SCHED_DEFERRALS]);
+	l->guest_slice_yields_per_s = c->rate[BENCH_RATE_GUEST_SLICE_YIELDS];
+	/* Of the slice ends at a safe point, those the hard deadline ended. A
+	 * VMM-timed slice end is a deferral, hard or not; a guest-timed one is
+	 * the guest's own yield or, when it is late, a hard deadline alone. */
+	double gsy = s[BENCH_SCHED_GUEST_SLICE_YIELDS], hard = s[BENCH_SCHED_DEFERRALS_HARD];
+	l->hard_share = gsy > 0 ? bench_ratio(hard, gsy + hard)
+				: bench_ratio(hard, s[BENCH_SCHED_DEFERRALS]);
 	l->spins_queued_kept = s[BENCH_SCHED_SPINS_QUEUED_KEPT];
 	return 0;
 }

@@ -29,6 +29,7 @@ static int find(const struct bench_matrix *m, const struct bench_cell *p)
 		if (c->kind == p->kind && !strcmp(c->workload, p->workload) && !strcmp(c->lock, p->lock) &&
 		    !strcmp(c->policy, p->policy) && c->spin_threshold == p->spin_threshold &&
 		    c->slice_us == p->slice_us && c->defer_us == p->defer_us &&
+		    c->guest_slice_off == p->guest_slice_off &&
 		    c->vms == p->vms && c->vcpus == p->vcpus && c->mode == p->mode)
 			return (int)i;
 	}
@@ -125,6 +126,7 @@ static int link_multi_vm(struct bench_matrix *m)
 		p.mode = BENCH_MODE_HOST_PROCS;
 		p.slice_us = BENCH_SLICE_US_DEFAULT; /* the host takes neither */
 		p.defer_us = BENCH_DEFER_US_DEFAULT;
+		p.guest_slice_off = false;
 		c->host_procs_ref = find(m, &p);
 	}
 	return 0;
@@ -142,17 +144,19 @@ static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char
 			unsigned nthr = lock_waits(lock) || strcmp(wl, "lockbench") ? o->thresholds.n : 1;
 			for (unsigned t = 0; t < nthr; t++)
 				for (unsigned p = 0; p < np; p++) {
-					/* --sched host has neither a slice nor a deferral bound */
+					/* --sched host has neither a slice, a deferral bound nor guest-timed slices */
 					bool host = !strcmp(pol[p], BENCH_POLICY_HOST);
-					for (unsigned sd = 0; sd < (host ? 1 : o->slices.n * o->defers.n); sd++) {
+					unsigned ng = o->guest_slices.n, nd = o->defers.n;
+					for (unsigned sd = 0; sd < (host ? 1 : o->slices.n * nd * ng); sd++) {
 					struct bench_cell proto = {
 						.kind = BENCH_VM, .workload = wl, .lock = lock,
 						.policy = pol[p],
 						.spin_threshold = (uint32_t)o->thresholds.v[t],
 						.slice_us = host ? BENCH_SLICE_US_DEFAULT
-								 : (uint32_t)o->slices.v[sd / o->defers.n],
+								 : (uint32_t)o->slices.v[sd / (nd * ng)],
 						.defer_us = host ? BENCH_DEFER_US_DEFAULT
-								 : (uint32_t)o->defers.v[sd % o->defers.n],
+								 : (uint32_t)o->defers.v[sd / ng % nd],
+						.guest_slice_off = !host && o->guest_slices.off[sd % ng],
 						.vms = 1, .vcpus = o->pcpus, .pcpus = o->pcpus,
 					};
 					int ref = add(m, &proto, true);
@@ -218,11 +222,12 @@ static bool one_x(const struct bench_cell *c)
 
 /*
  * The pooled 1x denominator. At 1x every policy runs the same (there is
- * never a second vCPU to give a slot to), and so does every slice length
- * and deferral bound, so the efficiency of any VM cell divides by the median
- * of all those 1x runs of its workload, lock and threshold: 5 reps of each
- * policy pool to many runs, and no policy looks better for a lucky 1x. A
- * native cell keeps its own bound.
+ * never a second vCPU to give a slot to), and so does every slice length,
+ * deferral bound and guest-slice setting (nobody queues, so nobody yields),
+ * so the efficiency of any VM cell divides by the median of all those 1x
+ * runs of its workload, lock and threshold: 5 reps of each policy pool to
+ * many runs, and no policy looks better for a lucky 1x. A native cell
+ * keeps its own bound.
  */
 static bool pools_with(const struct bench_matrix *m, const struct bench_cell *c, unsigned k)
 {

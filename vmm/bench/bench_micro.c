@@ -11,7 +11,10 @@
  *    less the time the host steals anyway without overcommit;
  *  - one safe-point switch (guest-timed, spswitch): the yielding vCPU's
  *    last TSC to the next vCPU's first, with the hard deferrals of that run
- *    beside it to show the switches came at safe points, not forced exits.
+ *    beside it to show the switches came at safe points, not forced exits;
+ *    on both paths to such a switch: the guest timing its own slice (the
+ *    default) and the VMM timing it and requesting the switch
+ *    (--guest-slice off), so the two can be read side by side.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -34,6 +37,7 @@ const char *const bench_micro_names[BENCH_MICRO_KINDS] = {
 	"forced_preemption_ns", "preemptions", "forced_preemption_gross_ns",
 	"safe_point_switch_ns", "safe_point_switches", "safe_point_deferrals_hard",
 	"kick_to_guest_ns", "kicks_timed",
+	"request_switch_ns", "request_switches", "request_deferrals_hard",
 };
 
 #define FUTEX_ROUNDS 400
@@ -170,25 +174,31 @@ static double either_vcpu(const struct bench_json *j, const char *key)
 }
 
 /* Safe-point switches: 2 vCPUs on 1 slot, slices as short as the preempt
- * run's, every slice end answered at a lock boundary (spswitch). */
+ * run's, every slice end answered at a lock boundary (spswitch). request:
+ * the VMM times the slices (--guest-slice off), else the guest does. */
 static void sp_switch(struct bench_micro *mi, const struct bench_opts *o, const char *tmpdir,
-		      unsigned rep)
+		      unsigned rep, bool request)
 {
 	char dur[32];
 	snprintf(dur, sizeof(dur), "%ums", o->duration_ms);
 	const char *args[] = { "-c", "2", "--pcpus", "1", "--yield", "none", "--spin-detect", "none",
 			       "--slice-us", "500", "--safe-point", "on", "--defer-us", "200",
+			       "--guest-slice", request ? "off" : "on",
 			       "--workload", "spswitch", "--duration", dur, NULL };
+	const char *name = request ? "spswitch-request" : "spswitch";
+	enum bench_micro_kind ns = request ? BENCH_MICRO_REQ_SWITCH : BENCH_MICRO_SP_SWITCH;
+	enum bench_micro_kind count = request ? BENCH_MICRO_REQ_SWITCHES : BENCH_MICRO_SP_SWITCHES;
+	enum bench_micro_kind hard = request ? BENCH_MICRO_REQ_HARD : BENCH_MICRO_SP_HARD;
 	struct bench_json j;
-	if (!child(mi, o, tmpdir, "spswitch", args, &j))
+	if (!child(mi, o, tmpdir, name, args, &j))
 		return;
 	double n = either_vcpu(&j, "switches_total");
-	mi->raw[BENCH_MICRO_SP_SWITCHES][rep] = n;
-	mi->raw[BENCH_MICRO_SP_HARD][rep] = get(&j, "sched.deferrals_hard");
+	mi->raw[count][rep] = n;
+	mi->raw[hard][rep] = get(&j, "sched.deferrals_hard");
 	if (n > 0)
-		mi->raw[BENCH_MICRO_SP_SWITCH][rep] = either_vcpu(&j, "switch_ns");
+		mi->raw[ns][rep] = either_vcpu(&j, "switch_ns");
 	else
-		note(mi, "%s", "spswitch run: no safe-point switch was timed");
+		note(mi, "%s run: no safe-point switch was timed", name);
 	bench_json_free(&j);
 }
 
@@ -300,7 +310,8 @@ void bench_micro_rep(const struct bench_opts *o, const char *tmpdir, unsigned re
 	kick(mi, o, tmpdir, rep);
 	kick_guest(mi, o, tmpdir, rep);
 	preempt(mi, o, tmpdir, rep);
-	sp_switch(mi, o, tmpdir, rep);
+	sp_switch(mi, o, tmpdir, rep, false);
+	sp_switch(mi, o, tmpdir, rep, true);
 }
 
 void bench_micro_finish(struct bench_micro *mi)

@@ -72,7 +72,8 @@ static bool block(FILE *dat, const struct bench_matrix *m, const struct panel *p
 		/* K processes are in the tables, not the plots: one line per policy */
 		if (c->kind != s->kind || strcmp(c->workload, p->workload) || strcmp(c->lock, p->lock) ||
 		    strcmp(c->policy, s->policy) || c->failed || c->mode != BENCH_MODE_PROCESS ||
-		    c->slice_us != s->slice_us || c->defer_us != s->defer_us)
+		    c->slice_us != s->slice_us || c->defer_us != s->defer_us ||
+		    c->guest_slice_off != s->guest_slice_off)
 			continue;
 		if (by_thr ? c->vms != s->vms || c->vcpus != s->vcpus : c->spin_threshold != s->spin_threshold)
 			continue;
@@ -108,20 +109,23 @@ static bool first_of_series(const struct bench_matrix *m, unsigned i, bool per_s
 		const struct bench_cell *d = &m->cells[j];
 		if (d->mode == BENCH_MODE_PROCESS && d->kind == c->kind && !strcmp(d->workload, c->workload) && !strcmp(d->lock, c->lock) &&
 		    !strcmp(d->policy, c->policy) && d->slice_us == c->slice_us && d->defer_us == c->defer_us &&
+		    d->guest_slice_off == c->guest_slice_off &&
 		    (!per_size || (d->vms == c->vms && d->vcpus == c->vcpus)))
 			return false;
 	}
 	return true;
 }
 
-/* The policy, and its slice and deferral bound where not vmm run's defaults. */
+/* The policy, and its slice, deferral bound and guest-slice setting where not vmm run's defaults. */
 static void series_name(const struct bench_cell *c, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "%s", c->policy);
 	if (n > 0 && (size_t)n < len && c->slice_us != BENCH_SLICE_US_DEFAULT)
 		n += snprintf(buf + n, len - (size_t)n, " %g ms", c->slice_us / 1000.0);
 	if (n > 0 && (size_t)n < len && c->defer_us != BENCH_DEFER_US_DEFAULT)
-		snprintf(buf + n, len - (size_t)n, " defer %u us", c->defer_us);
+		n += snprintf(buf + n, len - (size_t)n, " defer %u us", c->defer_us);
+	if (n > 0 && (size_t)n < len && c->guest_slice_off)
+		snprintf(buf + n, len - (size_t)n, " guest-slice off");
 }
 
 /*

@@ -55,7 +55,8 @@ static bool same_group(const struct bench_cell *a, const struct bench_cell *b)
 {
 	return a->kind == b->kind && !strcmp(a->workload, b->workload) && !strcmp(a->lock, b->lock) &&
 	       !strcmp(a->policy, b->policy) && a->spin_threshold == b->spin_threshold &&
-	       a->slice_us == b->slice_us && a->defer_us == b->defer_us && a->mode == b->mode;
+	       a->slice_us == b->slice_us && a->defer_us == b->defer_us &&
+	       a->guest_slice_off == b->guest_slice_off && a->mode == b->mode;
 }
 
 /* The policy as the tables show it: K processes are marked, one process is not. */
@@ -63,11 +64,14 @@ static const char *policy_label(const struct bench_cell *c, char *buf, size_t le
 {
 	static const char *const suffix[BENCH_MODES] = { "", "@dom", "@procs" };
 	int n = snprintf(buf, len, "%s%s", c->policy, suffix[c->mode]);
-	/* A slice or deferral bound other than vmm run's: "none/s3ms/d100us". */
+	/* A slice, deferral bound or guest-slice setting other than vmm run's:
+	 * "none/s3ms/d100us/gsoff". */
 	if (n > 0 && (size_t)n < len && c->slice_us != BENCH_SLICE_US_DEFAULT)
 		n += snprintf(buf + n, len - (size_t)n, "/s%gms", c->slice_us / 1000.0);
 	if (n > 0 && (size_t)n < len && c->defer_us != BENCH_DEFER_US_DEFAULT)
-		snprintf(buf + n, len - (size_t)n, "/d%uus", c->defer_us);
+		n += snprintf(buf + n, len - (size_t)n, "/d%uus", c->defer_us);
+	if (n > 0 && (size_t)n < len && c->guest_slice_off)
+		snprintf(buf + n, len - (size_t)n, "/gsoff");
 	return buf;
 }
 
@@ -254,6 +258,11 @@ static void micro_table(FILE *out, const struct bench_micro *mi)
 		md[BENCH_MICRO_SP_SWITCH] / 1e3,
 		bench_ratio(md[BENCH_MICRO_SP_SWITCH], md[BENCH_MICRO_PREEMPT]),
 		md[BENCH_MICRO_SP_SWITCHES], md[BENCH_MICRO_SP_HARD]);
+	fprintf(out, "  requested switch          %8.2f us guest to guest with --guest-slice off, ratio %.2f\n"
+		"                            to the guest-timed one (%.0f switches, %.0f hard deferrals)\n",
+		md[BENCH_MICRO_REQ_SWITCH] / 1e3,
+		bench_ratio(md[BENCH_MICRO_REQ_SWITCH], md[BENCH_MICRO_SP_SWITCH]),
+		md[BENCH_MICRO_REQ_SWITCHES], md[BENCH_MICRO_REQ_HARD]);
 }
 
 void bench_report_table(FILE *out, const struct bench_opts *o, const struct bench_matrix *m,
@@ -336,7 +345,7 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 		   "pooled_1x_ops_per_s,ref_ids");
 	for (int k = 0; k < BENCH_RATES; k++)
 		fprintf(f, ",%s", bench_rate_names[k]);
-	fputc('\n', f);
+	fputs(",guest_slice\n", f);
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
 		fprintf(f, "%u,%s,%s,%s,%s,%u,%u,%u,%u,%u,%g,%d,%u,%u", c->id,
@@ -376,7 +385,7 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 			fprintf(f, "%s%d", k ? ";" : "", c->used[k]);
 		for (int k = 0; k < BENCH_RATES; k++)
 			bench_csv_num(f, c->rate[k]);
-		fputc('\n', f);
+		fprintf(f, ",%s\n", c->guest_slice_off ? "off" : "on");
 	}
 	int r = fclose(f) ? -errno : 0;
 	if (r || !(f = open_in(dir, "runs.csv", path, sizeof(path))))

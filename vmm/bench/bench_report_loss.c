@@ -36,8 +36,8 @@ static void fit_table(FILE *out, const struct bench_matrix *m, const struct benc
 	char b[8][32], sl[96];
 	fprintf(out, "\nslice fit: loss = 1 - eff = a + C/slice, least squares over each slice sweep "
 		"(co-scheduler cells above 1x; C = slot time per switch-equivalent)\n");
-	fprintf(out, "%-10s %-9s %6s %-8s %-7s %3s %5s %6s %-22s %7s %8s %6s %9s %9s %10s\n", "workload",
-		"lock", "thr", "policy", "mode", "VMs", "x", "defer", "slices (ms)", "a", "C (us)", "R^2",
+	fprintf(out, "%-10s %-9s %6s %-8s %-7s %3s %5s %6s %-3s %-22s %7s %8s %6s %9s %9s %10s\n", "workload",
+		"lock", "thr", "policy", "mode", "VMs", "x", "defer", "gs", "slices (ms)", "a", "C (us)", "R^2",
 		"1% slice", "of sweep", "wait bound");
 	for (int i = 0; i < n; i++) {
 		const struct bench_cell *c = &m->cells[f[i].first];
@@ -51,9 +51,10 @@ static void fit_table(FILE *out, const struct bench_matrix *m, const struct benc
 			snprintf(slice, sizeof(slice), "any");
 		else
 			fmt(f[i].slice_1pct_us / 1000, "%.2fms", slice, sizeof(slice));
-		fprintf(out, "%-10s %-9s %6s %-8s %-7s %3u %4gx %4uus %-22s %7s %8s %6s %9s %9s %10s\n",
+		fprintf(out, "%-10s %-9s %6s %-8s %-7s %3u %4gx %4uus %-3s %-22s %7s %8s %6s %9s %9s %10s\n",
 			c->workload, c->lock, thr_of(c, b[0], sizeof(b[0])), c->policy,
-			bench_mode_names[c->mode], c->vms, c->overcommit, c->defer_us, sl,
+			bench_mode_names[c->mode], c->vms, c->overcommit, c->defer_us,
+			c->guest_slice_off ? "off" : "on", sl,
 			fmt(f[i].fit.a, "%.4f", b[1], 32), fmt(f[i].fit.c_us, "%.1f", b[2], 32),
 			fmt(f[i].fit.r2, "%.3f", b[3], 32), slice,
 			fmt(f[i].swept_1pct_us / 1000, "%gms", b[4], 32),
@@ -61,17 +62,17 @@ static void fit_table(FILE *out, const struct bench_matrix *m, const struct benc
 	}
 	fprintf(out, "1%% slice = C / 0.01, the shortest slice whose switch term is at most 1 %%; of "
 		"sweep = the shortest swept slice at or above it; wait bound = (vCPUs per slot - 1) x "
-		"1%% slice, the longest a queued vCPU waits for its slot\n");
+		"1%% slice, the longest a queued vCPU waits for its slot; gs = --guest-slice\n");
 }
 
 static void loss_table(FILE *out, const struct bench_matrix *m)
 {
-	char b[14][32];
+	char b[15][32];
 	fprintf(out, "\nwhere a lost point goes (cells above 1x; run share = guest running time / "
 		"(slots x window), against the pooled 1x's)\n");
-	fprintf(out, "%-4s %-10s %-9s %-14s %5s %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %5s %7s\n",
+	fprintf(out, "%-4s %-10s %-9s %-20s %5s %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %5s %7s\n",
 		"cell", "workload", "lock", "policy", "x", "eff", "share", "1x", "ratio", "ops/rs",
-		"pts:slot", "pts:ops", "switch/s", "us/sw", "loop/s", "defer/s", "hard", "kept");
+		"pts:slot", "pts:ops", "switch/s", "us/sw", "loop/s", "defer/s", "gsyield/s", "hard", "kept");
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
 		struct bench_loss l;
@@ -84,19 +85,26 @@ static void loss_table(FILE *out, const struct bench_matrix *m)
 			size_t o = strlen(pol);
 			snprintf(pol + o, sizeof(pol) - o, "/s%gms", c->slice_us / 1000.0);
 		}
-		fprintf(out, "%-4u %-10s %-9s %-14s %4gx %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %5s %7s\n",
+		if (c->guest_slice_off) {
+			size_t o = strlen(pol);
+			snprintf(pol + o, sizeof(pol) - o, "/gsoff");
+		}
+		fprintf(out, "%-4u %-10s %-9s %-20s %4gx %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %5s %7s\n",
 			c->id, c->workload, c->lock, pol, c->overcommit, fmt(l.eff, "%.3f", b[0], 32),
 			fmt(l.share, "%.3f", b[1], 32), fmt(l.share_1x, "%.3f", b[2], 32),
 			fmt(l.share_ratio, "%.3f", b[3], 32), fmt(l.ops_ratio, "%.3f", b[4], 32),
 			fmt(l.pts_slot * 100, "%.1f", b[5], 32), fmt(l.pts_ops * 100, "%.1f", b[6], 32),
 			fmt(l.switches_per_s, "%.0f", b[7], 32), fmt(l.lost_us_per_switch, "%.1f", b[8], 32),
 			fmt(l.loop_wakeups_per_s, "%.0f", b[9], 32), fmt(l.deferrals_per_s, "%.0f", b[10], 32),
+			fmt(l.guest_slice_yields_per_s, "%.0f", b[13], 32),
 			fmt(l.hard_share * 100, "%.0f%%", b[11], 32), fmt(l.spins_queued_kept, "%.0f", b[12], 32));
 	}
 	fprintf(out, "eff = ratio x ops/rs (ops per guest-running second / 1x's); the points lost, "
 		"100 x (1 - eff), = pts:slot (slot time not in the guest: switches, event loop, idle) + "
 		"pts:ops (slower operations: convoys, spinning, cache); us/sw = slot time lost beyond "
-		"1x per switch; hard = deferrals ended by the hard deadline; kept = spinners kept queued\n");
+		"1x per switch; gsyield/s = slice ends the guest timed and left at (--guest-slice on; off: "
+		"deferrals/s are the VMM's slice ends); hard = slice ends at a safe point that the hard "
+		"deadline ended; kept = spinners kept queued\n");
 }
 
 void bench_report_derived(FILE *out, const struct bench_matrix *m)
@@ -127,12 +135,12 @@ int bench_derived_csv(const char *dir, const struct bench_matrix *m)
 		return -errno;
 	}
 	fprintf(o, "first_id,workload,lock,policy,spin_threshold,mode,vms,vcpus_per_vm,overcommit,"
-		   "defer_us,ids,slices_us,a,c_us,r2,slice_1pct_us,swept_1pct_us,wait_bound_us\n");
+		   "defer_us,guest_slice,ids,slices_us,a,c_us,r2,slice_1pct_us,swept_1pct_us,wait_bound_us\n");
 	for (int i = 0; i < n; i++) {
 		const struct bench_cell *c = &m->cells[f[i].first];
-		fprintf(o, "%d,%s,%s,%s,%u,%s,%u,%u,%g,%u,", f[i].first, c->workload, c->lock, c->policy,
+		fprintf(o, "%d,%s,%s,%s,%u,%s,%u,%u,%g,%u,%s,", f[i].first, c->workload, c->lock, c->policy,
 			c->spin_threshold, bench_mode_names[c->mode], c->vms, c->vcpus, c->overcommit,
-			c->defer_us);
+			c->defer_us, c->guest_slice_off ? "off" : "on");
 		for (unsigned k = 0; k < f[i].n; k++)
 			fprintf(o, "%s%d", k ? ";" : "", f[i].ids[k]);
 		fputc(',', o);
@@ -154,7 +162,7 @@ int bench_derived_csv(const char *dir, const struct bench_matrix *m)
 		return -errno;
 	fprintf(o, "id,efficiency,run_share,run_share_1x,share_ratio,ops_ratio,pts_slot,pts_ops,"
 		   "switches_per_s,lost_us_per_switch,loop_wakeups_per_s,deferrals_per_s,hard_share,"
-		   "spins_queued_kept\n");
+		   "spins_queued_kept,guest_slice_yields_per_s\n");
 	for (unsigned i = 0; i < m->n; i++) {
 		struct bench_loss l;
 		if (bench_loss_cell(m, &m->cells[i], &l))
@@ -162,7 +170,8 @@ int bench_derived_csv(const char *dir, const struct bench_matrix *m)
 		fprintf(o, "%d", l.id);
 		const double v[] = { l.eff, l.share, l.share_1x, l.share_ratio, l.ops_ratio, l.pts_slot,
 				     l.pts_ops, l.switches_per_s, l.lost_us_per_switch, l.loop_wakeups_per_s,
-				     l.deferrals_per_s, l.hard_share, l.spins_queued_kept };
+				     l.deferrals_per_s, l.hard_share, l.spins_queued_kept,
+				     l.guest_slice_yields_per_s };
 		for (unsigned k = 0; k < sizeof(v) / sizeof(v[0]); k++)
 			bench_csv_num(o, v[k]);
 		fputc('\n', o);
@@ -223,6 +232,7 @@ void bench_derived_json(struct json_t *root, const struct bench_matrix *m)
 		json_object_set_new(o, "deferrals_per_s", num(l.deferrals_per_s));
 		json_object_set_new(o, "hard_share", num(l.hard_share));
 		json_object_set_new(o, "spins_queued_kept", num(l.spins_queued_kept));
+		json_object_set_new(o, "guest_slice_yields_per_s", num(l.guest_slice_yields_per_s));
 		json_array_append_new(loss, o);
 	}
 	json_object_set_new(root, "slice_fit", fits);

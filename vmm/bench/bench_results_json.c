@@ -140,6 +140,7 @@ static json_t *cell_json(const struct bench_cell *c)
 	put(o, "spin_threshold", uint_(c->spin_threshold));
 	put(o, "slice_us", uint_(c->slice_us));
 	put(o, "defer_us", uint_(c->defer_us));
+	put(o, "guest_slice", json_string(c->guest_slice_off ? "off" : "on"));
 	put(o, "vms", uint_(c->vms));
 	put(o, "vcpus_per_vm", uint_(c->vcpus));
 	put(o, "vcpus_total", uint_(c->vms * c->vcpus));
@@ -200,6 +201,10 @@ static json_t *config_json(const struct bench_opts *o, unsigned learned)
 	put(j, "spin_thresholds", list_n(&o->thresholds));
 	put(j, "slice_us", list_n(&o->slices));
 	put(j, "defer_us", list_n(&o->defers));
+	json_t *gs = json_array();
+	for (unsigned k = 0; k < o->guest_slices.n; k++)
+		json_array_append_new(gs, json_string(o->guest_slices.off[k] ? "off" : "on"));
+	put(j, "guest_slice", gs);
 	put(j, "native", json_boolean(o->native));
 	put(j, "micro", json_boolean(o->micro));
 	json_t *modes = json_array();
@@ -237,6 +242,8 @@ static json_t *micro_json(const struct bench_micro *mi)
 	    num(bench_ratio(mi->median[BENCH_MICRO_KICK_GUEST], mi->median[BENCH_MICRO_FUTEX])));
 	put(j, "safe_point_switch_over_forced_preemption",
 	    num(bench_ratio(mi->median[BENCH_MICRO_SP_SWITCH], mi->median[BENCH_MICRO_PREEMPT])));
+	put(j, "request_switch_over_safe_point_switch",
+	    num(bench_ratio(mi->median[BENCH_MICRO_REQ_SWITCH], mi->median[BENCH_MICRO_SP_SWITCH])));
 	put(j, "failures", uint_(mi->failures));
 	return j;
 }

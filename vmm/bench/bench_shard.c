@@ -150,7 +150,9 @@ void bench_cell_key(const struct bench_cell *c, char *buf, size_t len)
 	if (n > 0 && (size_t)n < len && c->slice_us != BENCH_SLICE_US_DEFAULT)
 		n += snprintf(buf + n, len - (size_t)n, ":s%u", c->slice_us);
 	if (n > 0 && (size_t)n < len && c->defer_us != BENCH_DEFER_US_DEFAULT)
-		snprintf(buf + n, len - (size_t)n, ":d%u", c->defer_us);
+		n += snprintf(buf + n, len - (size_t)n, ":d%u", c->defer_us);
+	if (n > 0 && (size_t)n < len && c->guest_slice_off)
+		snprintf(buf + n, len - (size_t)n, ":gsoff");
 }
 
 uint64_t bench_fnv1a(const void *p, size_t n, uint64_t h)

@@ -52,6 +52,25 @@ static void synth_run_meter(const struct bench_opts *o, const struct bench_cell 
 	out->sched[BENCH_SCHED_RUN_NS_TOTAL] = floor(share * c->pcpus * o->duration_ms * 1e6);
 }
 
+/*
+ * Guest-timed slices: a co-scheduler cell with them on ends its slices by
+ * the guest's own yields (and some declined asks), with them off by the
+ * VMM's deferrals and no guest yields; --sched host has neither.
+ */
+static void synth_guest_slices(const struct bench_cell *c, const char *key, unsigned rep,
+			       struct bench_run *out)
+{
+	double *s = out->sched;
+	bool cosched = strcmp(c->policy, BENCH_POLICY_HOST);
+	s[BENCH_SCHED_GUEST_SLICE_YIELDS] = s[BENCH_SCHED_GUEST_SLICE_DECLINED] = 0;
+	if (!cosched || c->guest_slice_off || c->overcommit <= 1)
+		return;
+	s[BENCH_SCHED_GUEST_SLICE_YIELDS] = s[BENCH_SCHED_DEFERRALS];
+	s[BENCH_SCHED_GUEST_SLICE_DECLINED] =
+		floor(s[BENCH_SCHED_DEFERRALS] * (double)(unit_hash(key, rep, 7) % 50) / 100);
+	s[BENCH_SCHED_DEFERRALS] = 0; /* the hard deadlines stay: a late guest */
+}
+
 void bench_synth_run(const struct bench_opts *o, const struct bench_cell *c, unsigned rep,
 		     struct bench_run *out)
 {
@@ -78,6 +97,7 @@ void bench_synth_run(const struct bench_opts *o, const struct bench_cell *c, uns
 		/* a hard deadline ends some of the deferrals, never more than all */
 		out->sched[BENCH_SCHED_DEFERRALS_HARD] =
 			floor(out->sched[BENCH_SCHED_DEFERRALS] * (double)(unit_hash(key, rep, 6) % 100) / 100);
+		synth_guest_slices(c, key, rep, out);
 		synth_run_meter(o, c, out);
 	}
 	/* Overcommit costs something, so efficiencies are below 1 as in life. */
