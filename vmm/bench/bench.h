@@ -401,6 +401,8 @@ int bench_report_json(const char *path, const struct bench_opts *o, const struct
 void bench_report_derived(FILE *out, const struct bench_matrix *m);
 int bench_derived_csv(const char *dir, const struct bench_matrix *m);
 void bench_derived_json(struct json_t *root, const struct bench_matrix *m);
+/* A results.json number: whole values as integers, NaN (unknown) as null. */
+struct json_t *bench_json_number(double v);
 /* ",value" in the shortest text that reads back as the same double; "," when unknown. */
 void bench_csv_num(FILE *f, double v);
 

@@ -179,17 +179,6 @@ int bench_derived_csv(const char *dir, const struct bench_matrix *m)
 	return fclose(o) ? -errno : 0;
 }
 
-/* NaN (unknown) is null, as everywhere in results.json. */
-static json_t *num(double v)
-{
-	if (!isfinite(v))
-		return json_null();
-	/* whole values as integers, as bench_results_json.c writes them */
-	if (v == floor(v) && fabs(v) < 9007199254740992.0)
-		return json_integer((json_int_t)v);
-	return json_real(v);
-}
-
 void bench_derived_json(struct json_t *root, const struct bench_matrix *m)
 {
 	json_t *fits = json_array(), *loss = json_array();
@@ -204,12 +193,12 @@ void bench_derived_json(struct json_t *root, const struct bench_matrix *m)
 		json_object_set_new(o, "first_id", json_integer(f[i].first));
 		json_object_set_new(o, "ids", ids);
 		json_object_set_new(o, "slices_us", sl);
-		json_object_set_new(o, "a", num(f[i].fit.a));
-		json_object_set_new(o, "c_us", num(f[i].fit.c_us));
-		json_object_set_new(o, "r2", num(f[i].fit.r2));
-		json_object_set_new(o, "slice_1pct_us", num(f[i].slice_1pct_us));
-		json_object_set_new(o, "swept_1pct_us", num(f[i].swept_1pct_us));
-		json_object_set_new(o, "wait_bound_us", num(f[i].wait_bound_us));
+		json_object_set_new(o, "a", bench_json_number(f[i].fit.a));
+		json_object_set_new(o, "c_us", bench_json_number(f[i].fit.c_us));
+		json_object_set_new(o, "r2", bench_json_number(f[i].fit.r2));
+		json_object_set_new(o, "slice_1pct_us", bench_json_number(f[i].slice_1pct_us));
+		json_object_set_new(o, "swept_1pct_us", bench_json_number(f[i].swept_1pct_us));
+		json_object_set_new(o, "wait_bound_us", bench_json_number(f[i].wait_bound_us));
 		json_array_append_new(fits, o);
 	}
 	free(f);
@@ -219,20 +208,20 @@ void bench_derived_json(struct json_t *root, const struct bench_matrix *m)
 			continue;
 		json_t *o = json_object();
 		json_object_set_new(o, "id", json_integer(l.id));
-		json_object_set_new(o, "efficiency", num(l.eff));
-		json_object_set_new(o, "run_share", num(l.share));
-		json_object_set_new(o, "run_share_1x", num(l.share_1x));
-		json_object_set_new(o, "share_ratio", num(l.share_ratio));
-		json_object_set_new(o, "ops_ratio", num(l.ops_ratio));
-		json_object_set_new(o, "pts_slot", num(l.pts_slot));
-		json_object_set_new(o, "pts_ops", num(l.pts_ops));
-		json_object_set_new(o, "switches_per_s", num(l.switches_per_s));
-		json_object_set_new(o, "lost_us_per_switch", num(l.lost_us_per_switch));
-		json_object_set_new(o, "loop_wakeups_per_s", num(l.loop_wakeups_per_s));
-		json_object_set_new(o, "deferrals_per_s", num(l.deferrals_per_s));
-		json_object_set_new(o, "hard_share", num(l.hard_share));
-		json_object_set_new(o, "spins_queued_kept", num(l.spins_queued_kept));
-		json_object_set_new(o, "guest_slice_yields_per_s", num(l.guest_slice_yields_per_s));
+		json_object_set_new(o, "efficiency", bench_json_number(l.eff));
+		json_object_set_new(o, "run_share", bench_json_number(l.share));
+		json_object_set_new(o, "run_share_1x", bench_json_number(l.share_1x));
+		json_object_set_new(o, "share_ratio", bench_json_number(l.share_ratio));
+		json_object_set_new(o, "ops_ratio", bench_json_number(l.ops_ratio));
+		json_object_set_new(o, "pts_slot", bench_json_number(l.pts_slot));
+		json_object_set_new(o, "pts_ops", bench_json_number(l.pts_ops));
+		json_object_set_new(o, "switches_per_s", bench_json_number(l.switches_per_s));
+		json_object_set_new(o, "lost_us_per_switch", bench_json_number(l.lost_us_per_switch));
+		json_object_set_new(o, "loop_wakeups_per_s", bench_json_number(l.loop_wakeups_per_s));
+		json_object_set_new(o, "deferrals_per_s", bench_json_number(l.deferrals_per_s));
+		json_object_set_new(o, "hard_share", bench_json_number(l.hard_share));
+		json_object_set_new(o, "spins_queued_kept", bench_json_number(l.spins_queued_kept));
+		json_object_set_new(o, "guest_slice_yields_per_s", bench_json_number(l.guest_slice_yields_per_s));
 		json_array_append_new(loss, o);
 	}
 	json_object_set_new(root, "slice_fit", fits);

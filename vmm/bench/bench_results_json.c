@@ -19,8 +19,9 @@ static void put(json_t *o, const char *key, json_t *v)
 	json_object_set_new(o, key, v);
 }
 
-/* Whole values print as integers, as the old writer's %g did (1, not 1.0). */
-static json_t *num(double v)
+/* Whole values print as integers, as the old writer's %g did (1, not 1.0);
+ * NaN (unknown) is null. */
+struct json_t *bench_json_number(double v)
 {
 	if (!isfinite(v))
 		return json_null();
@@ -58,7 +59,7 @@ static json_t *list_n(const struct bench_nums *s)
 {
 	json_t *a = json_array();
 	for (unsigned i = 0; i < s->n; i++)
-		json_array_append_new(a, num(s->v[i]));
+		json_array_append_new(a, bench_json_number(s->v[i]));
 	return a;
 }
 
@@ -72,7 +73,7 @@ static json_t *sched_json(const double *s)
 		return NULL;
 	json_t *o = json_object();
 	for (int k = 0; k < BENCH_SCHED_STATS; k++)
-		put(o, bench_sched_names[k], num(s[k]));
+		put(o, bench_sched_names[k], bench_json_number(s[k]));
 	return o;
 }
 
@@ -82,21 +83,21 @@ static json_t *run_json(const struct bench_cell *c, const struct bench_run *r)
 	put(o, "rep", uint_(r->rep));
 	put(o, "ok", json_boolean(r->ok));
 	put(o, "exit_code", json_integer(r->exit_code));
-	put(o, "ops_per_s", num(r->ops_per_s));
-	put(o, "wall_s", num(r->wall_s));
+	put(o, "ops_per_s", bench_json_number(r->ops_per_s));
+	put(o, "wall_s", bench_json_number(r->wall_s));
 	if (r->vm_ops) {
 		json_t *vms = json_array();
 		for (unsigned k = 0; k < c->vms; k++) {
 			json_t *v = json_object();
-			put(v, "ops_per_s", num(r->vm_ops[k]));
+			put(v, "ops_per_s", bench_json_number(r->vm_ops[k]));
 			if (c->mode != BENCH_MODE_PROCESS)
 				put(v, "start_ns", uint_(r->vm_start_ns[k]));
 			json_array_append_new(vms, v);
 		}
 		put(o, "vms", vms);
 		if (c->mode != BENCH_MODE_PROCESS) {
-			put(o, "start_spread_ms", num(r->start_spread_ms));
-			put(o, "max_start_late_ms", num(r->max_late_ms));
+			put(o, "start_spread_ms", bench_json_number(r->start_spread_ms));
+			put(o, "max_start_late_ms", bench_json_number(r->max_late_ms));
 			put(o, "unready", json_boolean(r->unready));
 		}
 		if (c->mode == BENCH_MODE_DOMAIN)
@@ -114,18 +115,18 @@ static json_t *multi_vm(json_t *o, const struct bench_cell *c)
 {
 	json_t *a = json_array();
 	for (unsigned k = 0; c->vm_median && k < c->vms; k++)
-		json_array_append_new(a, num(c->vm_median[k]));
+		json_array_append_new(a, bench_json_number(c->vm_median[k]));
 	put(o, "per_vm_ops_per_s", a);
-	put(o, "jain", num(c->jain));
-	put(o, "max_over_min", num(c->max_over_min));
-	put(o, "vs_1vm", num(c->vs_one_vm));
+	put(o, "jain", bench_json_number(c->jain));
+	put(o, "max_over_min", bench_json_number(c->max_over_min));
+	put(o, "vs_1vm", bench_json_number(c->vs_one_vm));
 	put(o, "vs_1vm_ref_id", json_integer(c->one_vm_ref));
-	put(o, "vs_process", num(c->vs_process));
+	put(o, "vs_process", bench_json_number(c->vs_process));
 	put(o, "process_ref_id", json_integer(c->process_ref));
-	put(o, "vs_host_procs", num(c->vs_host_procs));
+	put(o, "vs_host_procs", bench_json_number(c->vs_host_procs));
 	put(o, "host_procs_ref_id", json_integer(c->host_procs_ref));
-	put(o, "max_start_late_ms", num(c->max_late_ms));
-	put(o, "start_spread_ms", num(c->start_spread_ms));
+	put(o, "max_start_late_ms", bench_json_number(c->max_late_ms));
+	put(o, "start_spread_ms", bench_json_number(c->start_spread_ms));
 	return o;
 }
 
@@ -145,7 +146,7 @@ static json_t *cell_json(const struct bench_cell *c)
 	put(o, "vcpus_per_vm", uint_(c->vcpus));
 	put(o, "vcpus_total", uint_(c->vms * c->vcpus));
 	put(o, "pcpus", uint_(c->pcpus));
-	put(o, "overcommit", num(c->overcommit));
+	put(o, "overcommit", bench_json_number(c->overcommit));
 	put(o, "auto_added", json_boolean(c->auto_added));
 	put(o, "ref_id", json_integer(c->ref));
 	put(o, "native_ref_id", json_integer(c->native_ref));
@@ -153,29 +154,29 @@ static json_t *cell_json(const struct bench_cell *c)
 	put(o, "exit_code", json_integer(c->failed ? c->fail_exit : 0));
 	if (c->failed)
 		put(o, "reason", text(c->fail_why));
-	put(o, "median_ops_per_s", num(c->median));
-	put(o, "min_ops_per_s", num(c->min));
-	put(o, "max_ops_per_s", num(c->max));
-	put(o, "spread_pct", num(c->spread_pct));
-	put(o, "median_lo", num(c->median_lo));
-	put(o, "median_hi", num(c->median_hi));
-	put(o, "median_ci_level", num(c->median_level));
-	put(o, "efficiency", num(c->eff));
-	put(o, "eff_lo", num(c->eff_lo));
-	put(o, "eff_hi", num(c->eff_hi));
-	put(o, "pooled_1x_ops_per_s", num(c->pooled_1x));
+	put(o, "median_ops_per_s", bench_json_number(c->median));
+	put(o, "min_ops_per_s", bench_json_number(c->min));
+	put(o, "max_ops_per_s", bench_json_number(c->max));
+	put(o, "spread_pct", bench_json_number(c->spread_pct));
+	put(o, "median_lo", bench_json_number(c->median_lo));
+	put(o, "median_hi", bench_json_number(c->median_hi));
+	put(o, "median_ci_level", bench_json_number(c->median_level));
+	put(o, "efficiency", bench_json_number(c->eff));
+	put(o, "eff_lo", bench_json_number(c->eff_lo));
+	put(o, "eff_hi", bench_json_number(c->eff_hi));
+	put(o, "pooled_1x_ops_per_s", bench_json_number(c->pooled_1x));
 	json_t *ids = json_array();
 	for (unsigned k = 0; k < c->nused; k++)
 		json_array_append_new(ids, json_integer(c->used[k]));
 	put(o, "ref_ids", ids);
-	put(o, "of_native", num(c->of_native));
+	put(o, "of_native", bench_json_number(c->of_native));
 	put(o, "mode", json_string(bench_mode_names[c->mode]));
 	if (c->kind == BENCH_VM && c->vms > 1)
 		multi_vm(o, c);
 	json_t *st = sched_json(c->sched_median);
 	if (st) {
 		for (int k = 0; k < BENCH_RATES; k++)
-			put(st, bench_rate_names[k], num(c->rate[k]));
+			put(st, bench_rate_names[k], bench_json_number(c->rate[k]));
 		put(o, "sched", st);
 	}
 	json_t *runs = json_array();
@@ -228,22 +229,22 @@ static json_t *micro_json(const struct bench_micro *mi)
 	put(j, "reps", uint_(mi->reps));
 	for (int k = 0; k < BENCH_MICRO_KINDS; k++) {
 		json_t *one = json_object(), *runs = json_array();
-		put(one, "median", num(mi->median[k]));
+		put(one, "median", bench_json_number(mi->median[k]));
 		for (unsigned r = 0; r < mi->reps; r++)
-			json_array_append_new(runs, num(mi->raw[k][r]));
+			json_array_append_new(runs, bench_json_number(mi->raw[k][r]));
 		put(one, "runs", runs);
 		put(j, bench_micro_names[k], one);
 	}
 	put(j, "hypercall_over_exit",
-	    num(bench_ratio(mi->median[BENCH_MICRO_HC], mi->median[BENCH_MICRO_EXIT])));
+	    bench_json_number(bench_ratio(mi->median[BENCH_MICRO_HC], mi->median[BENCH_MICRO_EXIT])));
 	put(j, "kick_over_futex",
-	    num(bench_ratio(mi->median[BENCH_MICRO_KICK], mi->median[BENCH_MICRO_FUTEX])));
+	    bench_json_number(bench_ratio(mi->median[BENCH_MICRO_KICK], mi->median[BENCH_MICRO_FUTEX])));
 	put(j, "kick_to_guest_over_futex",
-	    num(bench_ratio(mi->median[BENCH_MICRO_KICK_GUEST], mi->median[BENCH_MICRO_FUTEX])));
+	    bench_json_number(bench_ratio(mi->median[BENCH_MICRO_KICK_GUEST], mi->median[BENCH_MICRO_FUTEX])));
 	put(j, "safe_point_switch_over_forced_preemption",
-	    num(bench_ratio(mi->median[BENCH_MICRO_SP_SWITCH], mi->median[BENCH_MICRO_PREEMPT])));
+	    bench_json_number(bench_ratio(mi->median[BENCH_MICRO_SP_SWITCH], mi->median[BENCH_MICRO_PREEMPT])));
 	put(j, "request_switch_over_safe_point_switch",
-	    num(bench_ratio(mi->median[BENCH_MICRO_REQ_SWITCH], mi->median[BENCH_MICRO_SP_SWITCH])));
+	    bench_json_number(bench_ratio(mi->median[BENCH_MICRO_REQ_SWITCH], mi->median[BENCH_MICRO_SP_SWITCH])));
 	put(j, "failures", uint_(mi->failures));
 	return j;
 }
