@@ -573,6 +573,8 @@ int dlink_start(struct dlink *l, struct sched *s, const struct dlink_hooks *h)
 	if (rc)
 		return -rc;
 	l->thr_on = true;
+	/* named from here: its own filter has no prctl (where it runs: loop_pin.h) */
+	pthread_setname_np(l->thr, "vmm-link");
 	while (sem_wait(&l->started) < 0 && errno == EINTR)
 		;
 	return l->start_rc;
