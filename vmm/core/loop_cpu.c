@@ -89,7 +89,7 @@ int loop_cpu_choose(const struct loop_cpu_in *in, struct loop_cpu_choice *out)
 	}
 	/* host mode: the threads inherit the loop's CPU set (run.c), as in other VMMs */
 	if (in->mode == LOOP_CPU_HOST)
-		return chose(out, -1, false, "--sched host: on the vCPU threads' CPUs (%s), not pinned",
+		return chose(out, -1, false, "--sched host: with the vCPU threads, on their CPUs (%s)",
 			     loop_cpu_list(in->slots, list, sizeof(list)));
 	if (in->want == LOOP_CPU_NONE)
 		return chose(out, -1, false, "--loop-cpu none: not pinned");
