@@ -20,6 +20,10 @@ enum sched_mode {
 #define SPIN_DETECT_HINT (1u << 1)
 #define SPIN_DETECT_YIELD (1u << 2)
 
+/* --loop-cpu: a host CPU number, or one of these */
+#define LOOP_CPU_AUTO (-1) /* a CPU no slot uses, if this process may use one */
+#define LOOP_CPU_NONE (-2) /* never pinned */
+
 struct vm_config {
 	unsigned int ncpus;
 	uint64_t mem_bytes;
@@ -48,6 +52,7 @@ struct vm_config {
 	bool pv_spinlock;
 	bool pv_shootdown;
 	const char *trace_path;
+	int loop_cpu; /* --loop-cpu: LOOP_CPU_AUTO, LOOP_CPU_NONE or a host CPU */
 	/* --domain: one VM of a scheduling domain (vmm/domain/member_link.h) */
 	const char *domain;
 	uint32_t weight;

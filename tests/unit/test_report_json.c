@@ -169,6 +169,9 @@ static struct fixture *fixture_new(void)
 	r->end_ns = 1000000000000ull + 2500000000ull;
 	r->start_late_ns = 12345;
 	r->start_wait_ns = 0;
+	r->loop_pin.cpu = 2;
+	snprintf(r->loop_pin.cpus, sizeof(r->loop_pin.cpus), "2");
+	snprintf(r->loop_pin.note, sizeof(r->loop_pin.note), "auto: the first CPU \"outside\" the slots' CPUs (0-1)");
 
 	struct run_summary *s = &x->s;
 	s->status = VMM_EXIT_GUEST_FAULT;

@@ -2,6 +2,7 @@
  * options that are more than a number, a switch or a path. */
 #include "vmm/cli/options.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -81,6 +82,23 @@ static int parse_sched(const char *arg, struct vm_config *cfg, char *err, size_t
 		cfg->sched_mode = SCHED_MODE_HOST;
 	else
 		return parse_fail(err, errlen, "--sched: '%s' is neither vmm nor host", arg);
+	return 0;
+}
+
+/* Whether the process may use CPU N is checked with the slots
+ * (vm_inputs_prepare), where the affinity is read. */
+static int parse_loop_cpu(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+{
+	uint64_t v;
+	if (!strcmp(arg, "auto"))
+		cfg->loop_cpu = LOOP_CPU_AUTO;
+	else if (!strcmp(arg, "none"))
+		cfg->loop_cpu = LOOP_CPU_NONE;
+	else if (!parse_u64(arg, 0, CPU_SETSIZE - 1, &v))
+		cfg->loop_cpu = (int)v;
+	else
+		return parse_fail(err, errlen, "--loop-cpu: '%s' is neither auto, none nor a CPU number (0 to %d)", arg,
+				  CPU_SETSIZE - 1);
 	return 0;
 }
 
@@ -194,6 +212,10 @@ const struct cli_opt cli_run_opts[] = {
 	/* 0 (memset) stands for every CPU: no argument can say it */
 	{ .name = "pcpus", .metavar = "M", .kind = CLI_OPT_U32, .min = 1, .max = 4096, FIELD(pcpus),
 	  .def_help = "every CPU this process may use", .help = "physical CPU slots" },
+	{ .name = "loop-cpu", .metavar = "auto|none|N", .kind = CLI_OPT_FN, .parse = parse_loop_cpu, .def = "auto",
+	  .help = "where the event loop thread (the scheduler's tick, the devices) runs:\n"
+		  "auto: a CPU no slot uses if this process may use one, else unpinned;\n"
+		  "none: unpinned; N: host CPU N (a slot's CPU too: it then shares it)" },
 	{ .name = "vms", .metavar = "K", .kind = CLI_OPT_U32, .min = 1, .max = 64, FIELD(vms), .def = "1",
 	  .help = "K copies of the guest under one scheduler" },
 	{ .name = "yield", .metavar = "POLICY", .kind = CLI_OPT_FN, .parse = parse_policy, .def = "pv",

@@ -25,9 +25,22 @@ static int prepare_slots(struct vm_inputs *in, const struct vm_config *cfg, stru
 	if (n == -ERANGE)
 		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL, "--pcpus: %u CPUs asked for, this process may use only %d",
 			    cfg->pcpus, CPU_COUNT(&in->cpus));
-	if (n <= 0)
-		return vm_error_set(err, VMM_EXIT_HOST_ERROR, n ? n : -ENODEV, "cannot read this process's CPU affinity");
+	if (n <= 0 || sched_getaffinity(0, sizeof(in->allowed), &in->allowed) < 0)
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, n < 0 ? n : -ENODEV, "cannot read this process's CPU affinity");
 	in->nslots = (unsigned)n;
+	return 0;
+}
+
+/* --loop-cpu against the CPUs the vCPUs use: for a domain member, once
+ * after the join (the domain's CPUs) and once before it, so that a CPU this
+ * process may not use is refused before joining. */
+static int prepare_loop_cpu(struct vm_inputs *in, const struct vm_config *cfg, struct vm_error *err)
+{
+	struct loop_cpu_in q = { .allowed = &in->allowed, .slots = &in->cpus, .want = cfg->loop_cpu,
+				 .mode = cfg->domain ? LOOP_CPU_DOMAIN
+					 : cfg->sched_mode == SCHED_MODE_HOST ? LOOP_CPU_HOST : LOOP_CPU_VMM };
+	if (loop_cpu_choose(&q, &in->loop))
+		return vm_error_set(err, VMM_EXIT_USAGE, -EINVAL, "%s", in->loop.note);
 	return 0;
 }
 
@@ -126,6 +139,8 @@ int vm_inputs_prepare(struct vm_inputs *in, const struct vm_config *cfg, struct 
 {
 	memset(in, 0, sizeof(*in));
 	int r = prepare_slots(in, cfg, err);
+	if (!r)
+		r = prepare_loop_cpu(in, cfg, err);
 	if (r)
 		return r;
 	if (layout_compute(cfg->mem_bytes, cfg->ncpus, &in->layout))
@@ -136,6 +151,8 @@ int vm_inputs_prepare(struct vm_inputs *in, const struct vm_config *cfg, struct 
 		r = prepare_disk(cfg, err);
 	if (!r && cfg->domain)
 		r = prepare_domain(in, cfg, err);
+	if (!r && cfg->domain)
+		r = prepare_loop_cpu(in, cfg, err);
 	return r;
 }
 

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmm/core/loop_cpu.h"
 #include "vmm/domain/member_link.h"
 #include "vmm/linux/boot_linux.h"
 #include "vmm/config.h"
@@ -43,6 +44,10 @@ struct vm_inputs {
 	int slot_cpu[VM_INPUTS_MAX_SLOTS];
 	unsigned nslots;
 	cpu_set_t cpus;
+	cpu_set_t allowed; /* every CPU this process may use */
+
+	/* --loop-cpu: where the event loop goes (run.c pins it) */
+	struct loop_cpu_choice loop;
 
 	/* --domain: the link to the agent (joined here) and what it said */
 	struct dlink *domain;

@@ -152,6 +152,8 @@ int run_create(struct run *r, const struct vm_config *cfg, const struct vm_input
 	r->kvm = kvm;
 	r->nvms = cfg->vms;
 	r->nvcpus = cfg->vms * cfg->ncpus;
+	r->loop_pin.cpu = -1; /* until run_guests pins it and reads it back */
+	snprintf(r->loop_pin.note, sizeof(r->loop_pin.note), "the event loop did not start");
 	atomic_init(&r->ctl.stop_vm, -1);
 	atomic_init(&r->ctl.stop_vcpu, -1);
 	r->ctl.wake_fd = eventfd(0, EFD_CLOEXEC);
@@ -597,6 +599,8 @@ static int run_guests(struct run *r, struct loop_ctx *c)
 	struct dev_poller pollers[VM_MAX_POLLERS * 4];
 	arm_pollers(c, pollers, sizeof(pollers) / sizeof(pollers[0]));
 	start_guests(c);
+	/* after the threads that inherit its CPU set, before the filter (sched_getaffinity) */
+	loop_pin_apply(&r->in->loop, r->domain, &r->loop_pin);
 	/* seccomp: from here on the main thread makes only the calls its filter allows */
 	if (sandbox_loop(r, c)) {
 		host_error = true;

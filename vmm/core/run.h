@@ -10,6 +10,7 @@
 
 #include "sched/sched.h"
 #include "vmm/core/sched_glue.h"
+#include "vmm/core/loop_pin.h"
 #include "vmm/core/ple_source.h"
 #include "vmm/core/trace.h"
 #include "vmm/core/vm.h"
@@ -43,6 +44,7 @@ struct run {
 	_Atomic unsigned npolicy_changes;
 	struct { uint64_t at_ns; uint32_t weight; } weight_change[16]; /* --weight changed live */
 	_Atomic unsigned nweight_changes;
+	struct loop_pin loop_pin; /* --loop-cpu: where the event loop ran, read back */
 	FILE *json_out;   /* --json, opened before the seccomp filter (report_write_json) */
 	int json_out_err; /* its -errno */
 };

@@ -573,9 +573,20 @@ int dlink_start(struct dlink *l, struct sched *s, const struct dlink_hooks *h)
 	if (rc)
 		return -rc;
 	l->thr_on = true;
+	/* named from here: its own filter has no prctl (where it runs: loop_pin.h) */
+	pthread_setname_np(l->thr, "vmm-link");
 	while (sem_wait(&l->started) < 0 && errno == EINTR)
 		;
 	return l->start_rc;
+}
+
+int dlink_pin(struct dlink *l, const cpu_set_t *set, cpu_set_t *now)
+{
+	if (!l || !l->thr_on)
+		return -ESRCH;
+	int rc = pthread_setaffinity_np(l->thr, sizeof(*set), set);
+	int rd = pthread_getaffinity_np(l->thr, sizeof(*now), now);
+	return rc ? -rc : -rd;
 }
 
 void dlink_stop(struct dlink *l)

@@ -74,6 +74,10 @@ struct dlink_hooks {
 	void *ctx;
 };
 int dlink_start(struct dlink *l, struct sched *s, const struct dlink_hooks *h);
+/* Moves the link thread to the CPUs of set (--loop-cpu: it wakes every
+ * 100 ms, with the event loop); now gets the affinity it has after.
+ * -ESRCH when the thread is not running. */
+int dlink_pin(struct dlink *l, const cpu_set_t *set, cpu_set_t *now);
 /* Gives every seat back, says LEAVE, ends the thread. */
 void dlink_stop(struct dlink *l);
 void dlink_destroy(struct dlink *l);

@@ -231,6 +231,13 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 	}
 	if (r->ple_note[0])
 		fprintf(out, "note       --spin-detect ple: %s\n", r->ple_note);
+	/* --loop-cpu: where the event loop thread may run, read back (loop_pin.h) */
+	if (r->loop_pin.cpu >= 0)
+		fprintf(out, "loop       on CPU %d (%s)\n", r->loop_pin.cpu, r->loop_pin.note);
+	else if (r->loop_pin.cpus[0])
+		fprintf(out, "loop       on CPUs %s (%s)\n", r->loop_pin.cpus, r->loop_pin.note);
+	else
+		fprintf(out, "loop       %s\n", r->loop_pin.note);
 	fprintf(out, "seccomp    %s\n", cfg->no_seccomp ? "off (--no-seccomp)" : "on (vcpu, loop filters)");
 	/* --start-at: a start more than 1 ms late spoils a shared window; say so */
 	if (cfg->start_at_ns && r->start_late_ns > 1000000)

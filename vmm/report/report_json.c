@@ -294,6 +294,10 @@ int report_write_json(const char *path, const struct run *r, const struct run_su
 	json_out_u64(o, loop, "ticks", s->loop.ticks);
 	json_out_u64(o, loop, "ticks_early", s->loop.ticks_early);
 	json_out_u64(o, loop, "timer_sets", s->loop.timer_sets);
+	/* read back from the thread after --loop-cpu was applied (loop_pin.h) */
+	json_out_i64(o, loop, "cpu", r->loop_pin.cpu);
+	json_out_str(o, loop, "cpus", r->loop_pin.cpus);
+	json_out_str(o, loop, "cpu_note", r->loop_pin.note);
 	json_t *vms = json_out_arr(o, top, "vms");
 	for (unsigned k = 0; k < r->vms_created; k++) {
 		json_t *vm = json_out_obj(o, vms, NULL);
