@@ -89,8 +89,10 @@ static void slice_ends(struct sched_core *c, uint64_t now)
 	qsort(e, (size_t)k, sizeof(*e), cmp_ended);
 	for (int i = 0; i < k && budget > 0; i++) {
 		int v = c->slot[e[i].slot].vcpu;
-		if (now - e[i].start < c->slice_ns)
+		if (now - e[i].start < c->slice_ns) {
 			c->v[v].st.wake_cut_slices++;
+			sc_trace(c, SCHED_TR_SLICE_CUT, v, -1, now);
+		}
 		if (sc_gslice(c, v) && now >= sc_gslice_hard(c, e[i].slot)) {
 			c->v[v].st.deferrals_hard++;
 			sc_trace(c, SCHED_TR_DEFER_HARD, v, -1, now);
@@ -282,6 +284,7 @@ void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 		   !sched_core_get_hint(c, v).in_critical && sc_gslice_waiting(c) > 0) {
 		/* The same safe point for a guest-timed slice that is over. */
 		x->st.guest_slice_yields++;
+		sc_trace(c, SCHED_TR_SLICE_GUEST, v, -1, now);
 		sched_core_yield(c, v, now);
 		return;
 	}

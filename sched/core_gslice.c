@@ -74,6 +74,7 @@ bool sc_gslice_claim(struct sched_core *c, int v, uint64_t now)
 	struct sched_vcore *x = &c->v[v];
 	if (sc_gslice_expired(c, v, now) && sc_gslice_waiting(c) > 0) {
 		x->st.guest_slice_yields++;
+		sc_trace(c, SCHED_TR_SLICE_GUEST, v, -1, now);
 		return true;
 	}
 	x->gs_declined = true;

@@ -52,6 +52,8 @@ enum sched_trace_ev {
 	SCHED_TR_SLOT_ON,     /* slot arg came online; v = -1 */
 	SCHED_TR_SLOT_OFF,    /* slot arg went offline; v = -1 */
 	SCHED_TR_POLICY,      /* the policy changed to sched_policy_names()[arg]; v = -1 */
+	SCHED_TR_SLICE_GUEST, /* v ended its own slice (guest-timed slices) */
+	SCHED_TR_SLICE_CUT,   /* v's slice was cut short for a woken vCPU */
 	SCHED_TR_COUNT,       /* keep last */
 };
 

@@ -116,10 +116,17 @@ def test_guest_timed_slices_end_at_the_guests_lock_boundary():
     need the whole window, every slice end has someone queued."""
     need_kvm()
     slice_us, defer_us, duration = (10000, 5000, "3s") if harness.nested() else (1000, 200, "300ms")
-    r = vmm("-c", "4", "--pcpus", "1", "--yield", "none", "--slice-us", str(slice_us), "--defer-us",
-            str(defer_us), "--duration", duration, "-q", timeout=300)
-    assert r.rc == 0, r
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.json")
+        r = vmm("-c", "4", "--pcpus", "1", "--yield", "none", "--slice-us", str(slice_us), "--defer-us",
+                str(defer_us), "--duration", duration, "--trace", path, "-q", timeout=300)
+        assert r.rc == 0, r
+        with open(path) as f:
+            tr = json.load(f)
     assert r.report["config"]["sched"]["guest_slice"] is True
+    # the trace marks each slice the guest ended, on that vCPU's track
+    ends = [e for e in tr["traceEvents"] if e["ph"] == "i" and e["name"] == "slice ended by the guest"]
+    assert len(ends) == r.report["sched"]["guest_slice_yields"], (len(ends), r.report["sched"])
     check_mutual_exclusion(r.report)
     st, loop = r.report["sched"], r.report["event_loop"]
     # the guest ended its slices itself, and every vCPU did

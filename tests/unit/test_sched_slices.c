@@ -25,7 +25,14 @@ struct fake {
 	bool contended[4];
 	int new_slice_us[4]; /* the last NEW_SLICE's length; -1: none since reset */
 	int pending_sets, forces, grants[4];
+	int traced[SCHED_TR_COUNT];
 };
+
+static void count_trace(void *p, enum sched_trace_ev ev, int v, int arg, uint64_t now)
+{
+	(void)v, (void)arg, (void)now;
+	((struct fake *)p)->traced[ev]++;
+}
 
 static void hint(void *p, int v, struct sched_hint *out)
 {
@@ -63,6 +70,7 @@ static struct sched_core *mk(const char *pol, int m, int n, bool opt_in, struct 
 		.nvcpus = n, .npcpus = m, .policy = pol, .defer = true, .guest_slice = true,
 		.slice_ns = SLICE, .defer_max_ns = DEFER, .spin_sources = SCHED_SPIN_YIELD,
 		.nvms = !strcmp(pol, "gang") ? n : 1, .wake_slice_ns = mk_wake_slice,
+		.trace = count_trace, .trace_ctx = f,
 	};
 	static const int vm_of[4] = { 0, 1, 2, 3 };
 	if (!strcmp(pol, "gang"))
@@ -103,6 +111,7 @@ static void case_guest_ends_its_slice(void)
 	drain(c, &f);
 	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNABLE && sched_core_state(c, 1) == SCHED_ST_RUNNING);
 	CHECK(c->v[0].st.guest_slice_yields == 1 && c->v[0].st.preemptions == 0);
+	CHECK(f.traced[SCHED_TR_SLICE_GUEST] == 1 && f.traced[SCHED_TR_DEFER] == 0);
 	CHECK(c->v[0].st.deferrals == 0 && c->v[0].st.deferrals_hard == 0);
 	resume(c, &f, 1, 10 + SLICE + 30 * US);
 	CHECK(f.new_slice_us[1] == (int)(SLICE / US) && f.contended[1]);
@@ -279,6 +288,7 @@ static void case_wake_cuts_the_slice(bool opt_in)
 	/* asked at a safe point even when the guest times its slices: it
 	 * knows only the full length */
 	CHECK(f.pending_sets == 1 && c->v[1].st.wake_cut_slices == 1 && c->v[1].st.deferrals == 1);
+	CHECK(f.traced[SCHED_TR_SLICE_CUT] == 1);
 	sched_core_safe_point(c, 1, 20 * US + WAKE_SLICE + 5 * US);
 	drain(c, &f);
 	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNING && c->nwoken == 0);

@@ -97,6 +97,8 @@ static const char *instant_of(uint32_t ev)
 	case SCHED_TR_SLOT_ON: return "slot online";
 	case SCHED_TR_SLOT_OFF: return "slot offline";
 	case SCHED_TR_POLICY: return "policy changed";
+	case SCHED_TR_SLICE_GUEST: return "slice ended by the guest";
+	case SCHED_TR_SLICE_CUT: return "slice cut for a wake-up";
 	default: return NULL;
 	}
 }
