@@ -93,6 +93,8 @@ def test_loop_cpu_dimension_merges():
         assert {c["id"] for c in vm if c["overcommit"] == 2} <= loss
         out = tbm.bench(*LC, "--out", t.p("table")).stdout
         assert "pv/loopnone" in out and "none/loop1" in out, out
+        assert "each --loop-cpu placement pools only its own 1x runs" in out, out
+        assert "pools only its own" not in tbm.bench(*plain, "--out", t.p("plain")).stdout
 
 
 def test_loop_cpu_placements_fit_apart():

@@ -284,6 +284,9 @@ void bench_report_table(FILE *out, const struct bench_opts *o, const struct benc
 		"every policy's runs at %u vCPUs on %u slots (same workload, lock, threshold: at 1x they "
 		"run alike; host = --sched host, native = host threads, no VM, against its own bound)\n",
 		o->pcpus, o->pcpus, o->pcpus);
+	if (o->loops.n > 1 || o->loops.v[0].kind != BENCH_LOOP_AUTO)
+		fprintf(out, "each --loop-cpu placement pools only its own 1x runs (the host's are auto's): "
+			"at 1x with a CPU to spare auto moves the loop off the slots and none does not\n");
 	pivot(out, m, cols, ncols, false);
 	if (o->native) {
 		fprintf(out, "\nfraction of bare metal = median ops/s / native threads' ops/s on %u CPUs "
