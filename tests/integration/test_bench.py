@@ -214,6 +214,53 @@ def test_bench_guest_slice_on_off_side_by_side():
 
 
 @harness.nested_stage
+def test_bench_loop_cpu_auto_none_side_by_side():
+    """--loop-cpu auto,none: the same cells with the event loop on the CPU
+    no slot uses and unpinned, in one run, each run recording where its
+    loop really was (the child's event_loop.cpu). --pcpus 1 leaves the
+    second CPU free: auto puts the loop there, none leaves it unpinned (-1),
+    and the --sched host cells keep auto, whose loop is with the vCPU
+    threads on the slot's one CPU."""
+    harness.need_kvm()
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise harness.Skip(f"needs 2 CPUs this process may use, has {cpus}")
+    dur = "1s" if harness.nested() else "300ms"
+    p, d = bench("--locks", "ticket", "--policies", "none", "--overcommit", "1,2", "--pcpus", "1",
+                 "--loop-cpu", "auto,none", "--reps", "1", "--duration", dur, "--no-micro",
+                 "--no-native", "--no-plot", timeout=600)
+    try:
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        doc, rows, runs = load(d)
+        assert doc["config"]["loop_cpu"] == ["auto", "none"], doc["config"]
+        cells = [c for c in doc["cells"] if c["kind"] == "vm"]
+        assert len(cells) == 6, cells
+        want = {"auto": cpus[1], "none": -1}
+        for c in cells:
+            assert c["status"] == "ok", c
+            ran = cpus[0] if c["policy"] == "host" else want[c["loop_cpu"]]
+            if c["policy"] == "host":
+                assert c["loop_cpu"] == "auto", c
+            assert [r["sched"]["loop_cpu"] for r in c["runs"]] == [ran], (c["id"], c["runs"])
+            assert c["sched"]["loop_cpu"] == ran, c["sched"]
+        # each placement's 2x divides by its own 1x
+        by = {(c["policy"], c["loop_cpu"], c["overcommit"]): c for c in cells}
+        for pl in ("auto", "none"):
+            assert set(by[("none", pl, 2)]["ref_ids"]) >= {by[("none", pl, 1)]["id"]}, by
+            assert all(doc["cells"][i]["loop_cpu"] == pl for i in by[("none", pl, 2)]["ref_ids"])
+        for c, row in zip(doc["cells"], rows):
+            assert row["loop_cpu"] == c["loop_cpu"], (row, c)
+            if c["kind"] == "vm":
+                assert int(row["loop_cpu_ran"]) == c["sched"]["loop_cpu"], (row, c)
+        for row in runs:
+            c = doc["cells"][int(row["id"])]
+            assert int(row["loop_cpu"]) == c["runs"][0]["sched"]["loop_cpu"], (row, c)
+        assert "none/loopnone" in p.stdout, p.stdout
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@harness.nested_stage
 def test_bench_multi_vm_cells_are_k_processes_with_one_window():
     """A tiny matrix with 2 VMs of 2 vCPUs: as 2 domain members, as one
     process, as 2 host-scheduled processes. The mechanism, not the speed:

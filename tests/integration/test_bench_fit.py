@@ -16,8 +16,8 @@ SWEEP = ["--test-synthetic", "--locks", "tas,pvticket", "--policies", "host,pv,n
          "--slice-us", "3000,6000,12000,24000", "--overcommit", "1,2,4", "--reps", "5",
          "--pcpus", "2", "--duration", "100ms", "--no-plot", "--no-micro", "--no-native"]
 
-GROUP_KEYS = ("workload", "lock", "policy", "spin_threshold", "defer_us", "guest_slice", "vms",
-              "vcpus_per_vm", "pcpus", "mode")
+GROUP_KEYS = ("workload", "lock", "policy", "spin_threshold", "defer_us", "guest_slice", "loop_cpu",
+              "vms", "vcpus_per_vm", "pcpus", "mode")
 
 
 def close(a, b, rel=1e-9):

@@ -175,6 +175,62 @@ static void test_groups_guest_slice(void)
 	free(f);
 }
 
+/* Two loop placements in one sweep (auto and none, as --loop-cpu auto,none
+ * interleaves them): each is its own group, and a CPU number is a third. */
+static void test_groups_loop_cpu(void)
+{
+	struct bench_cell cells[12];
+	unsigned n = 0;
+	const double s[] = { 3000, 6000, 12000, 24000 };
+	for (unsigned k = 0; k < 4; k++) {
+		cells[n] = cell(n, "pv", 4, (uint32_t)s[k], loss_at(0.05, 90, s[k])), n++;
+		cells[n] = cell(n, "pv", 4, (uint32_t)s[k], loss_at(0.03, 120, s[k]));
+		cells[n].loop = (struct bench_loop){ BENCH_LOOP_NONE, 0 }, n++;
+		cells[n] = cell(n, "pv", 4, (uint32_t)s[k], loss_at(0.01, 30, s[k]));
+		cells[n].loop = (struct bench_loop){ BENCH_LOOP_CPU, 3 }, n++;
+	}
+	struct bench_matrix m = { n, cells };
+	struct bench_slice_fit *f;
+	CHECK_EQ(bench_slice_fits(&m, &f), 3);
+	CHECK(f[0].first == 0 && f[0].n == 4 && f[0].ids[3] == 9);
+	CHECK(NEAR(f[0].fit.a, 0.05) && NEAR(f[0].fit.c_us, 90) && NEAR(f[0].fit.r2, 1));
+	CHECK(f[1].first == 1 && f[1].n == 4 && f[1].ids[3] == 10);
+	CHECK(NEAR(f[1].fit.a, 0.03) && NEAR(f[1].fit.c_us, 120) && NEAR(f[1].fit.r2, 1));
+	CHECK(f[2].first == 2 && f[2].n == 4 && f[2].ids[3] == 11);
+	CHECK(NEAR(f[2].fit.a, 0.01) && NEAR(f[2].fit.c_us, 30) && NEAR(f[2].fit.r2, 1));
+	free(f);
+	/* CPU 3 and CPU 4 are two placements too: two sweeps of 2 slices, no fit */
+	for (unsigned k = 0; k < 2; k++)
+		cells[3 * k + 2].loop.cpu = 4;
+	CHECK_EQ(bench_slice_fits(&m, &f), 2);
+	CHECK(f[0].first == 0 && f[1].first == 1);
+	free(f);
+}
+
+/* The names a placement has in keys, tables and files, and what parses. */
+static void test_loop_names(void)
+{
+	char b[16];
+	struct bench_loop l;
+	CHECK_EQ(bench_loop_parse("auto", &l), 0);
+	CHECK(l.kind == BENCH_LOOP_AUTO && !strcmp(bench_loop_name(&l, b, sizeof(b)), "auto"));
+	CHECK_EQ(bench_loop_parse("none", &l), 0);
+	CHECK(l.kind == BENCH_LOOP_NONE && !strcmp(bench_loop_name(&l, b, sizeof(b)), "none"));
+	CHECK_EQ(bench_loop_parse("0", &l), 0);
+	CHECK(l.kind == BENCH_LOOP_CPU && l.cpu == 0 && !strcmp(bench_loop_name(&l, b, sizeof(b)), "0"));
+	CHECK_EQ(bench_loop_parse("1023", &l), 0);
+	CHECK(l.cpu == 1023);
+	const char *bad[] = { "", "1024", "-1", "+1", "0x1", " 1", "1 ", "auto,none", "Auto", "99999" };
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_EQ(bench_loop_parse(bad[i], &l), -EINVAL);
+	struct bench_loop a = { BENCH_LOOP_AUTO, 5 }, z = { BENCH_LOOP_AUTO, 0 };
+	struct bench_loop c3 = { BENCH_LOOP_CPU, 3 }, c4 = { BENCH_LOOP_CPU, 4 };
+	CHECK(bench_loop_same(&a, &z) && !bench_loop_same(&c3, &c4) && !bench_loop_same(&z, &c3));
+	/* a zeroed cell (a reference, a native cell) is vmm run's default */
+	struct bench_cell zero = { 0 };
+	CHECK(zero.loop.kind == BENCH_LOOP_AUTO);
+}
+
 /* A run with ops/s, the guest's running ns and window. */
 static void run(struct bench_cell *c, double ops, double run_s, double window_s)
 {
@@ -252,6 +308,8 @@ int main(void)
 	RUN(test_slice_for);
 	RUN(test_groups);
 	RUN(test_groups_guest_slice);
+	RUN(test_groups_loop_cpu);
+	RUN(test_loop_names);
 	RUN(test_loss);
 	return check_summary();
 }

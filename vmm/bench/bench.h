@@ -52,6 +52,24 @@ struct bench_onoff {
 	bool off[2];
 };
 
+/* --loop-cpu: where `vmm run` puts its event loop. AUTO is 0 so a cell
+ * built without one (host, native, a reference) has vmm run's default. */
+enum bench_loop_kind { BENCH_LOOP_AUTO, BENCH_LOOP_NONE, BENCH_LOOP_CPU };
+struct bench_loop {
+	enum bench_loop_kind kind;
+	unsigned cpu; /* BENCH_LOOP_CPU only */
+};
+#define BENCH_LOOP_CPU_MAX 1023 /* vmm run's bound: CPU_SETSIZE - 1 */
+struct bench_loops {
+	unsigned n;
+	struct bench_loop v[BENCH_MAX_LIST];
+};
+/* "auto", "none" or the CPU number, in buf (at least 12 bytes). */
+const char *bench_loop_name(const struct bench_loop *l, char *buf, size_t len);
+bool bench_loop_same(const struct bench_loop *a, const struct bench_loop *b);
+/* One value as --loop-cpu takes it; -EINVAL when it is none of them. */
+int bench_loop_parse(const char *s, struct bench_loop *out);
+
 /*
  * How a cell with K > 1 VMs runs them. PROCESS: one `vmm run --vms K` (one
  * scheduler, one process; every 1-VM cell is this). DOMAIN: K `vmm run
@@ -75,6 +93,7 @@ struct bench_opts {
 	struct bench_nums thresholds;
 	struct bench_nums slices, defers; /* --slice-us, --defer-us: co-scheduler cells only */
 	struct bench_onoff guest_slices;  /* --guest-slice: co-scheduler cells only */
+	struct bench_loops loops;         /* --loop-cpu: co-scheduler cells only */
 	const char *out_dir;
 	bool plot, native, micro;
 	bool modes[BENCH_MODES]; /* --vm-mode: which rows a K > 1 cell gets */
@@ -113,6 +132,11 @@ enum bench_sched_stat {
 	/* Guest-timed slices: the guest left at its own slice end, or asked
 	 * too early or with nobody queued. Files written before them lack both. */
 	BENCH_SCHED_GUEST_SLICE_YIELDS, BENCH_SCHED_GUEST_SLICE_DECLINED,
+	/* Not a count: the CPU the event loop ran on, read back by the child
+	 * (event_loop.cpu): -1 not pinned to one CPU, -2 the K processes'
+	 * loops were on different CPUs (or, for a cell, its runs' were).
+	 * Files written before it lack it. */
+	BENCH_SCHED_LOOP_CPU,
 	BENCH_SCHED_STATS
 };
 /* results.json keys, in this order */
@@ -156,6 +180,7 @@ struct bench_cell {
 	uint32_t spin_threshold;
 	uint32_t slice_us, defer_us; /* host and native cells: the defaults (they take neither) */
 	bool guest_slice_off; /* --guest-slice off; false (vmm run's default, on) for host and native */
+	struct bench_loop loop; /* --loop-cpu; auto (vmm run's default) for host and native */
 	unsigned vms, vcpus; /* vCPUs per VM; native: threads */
 	unsigned pcpus;
 	double overcommit;   /* all vCPUs (or threads) / pcpus */
@@ -182,7 +207,7 @@ struct bench_cell {
 	double pooled_1x; /* median of every ok run of the used pool cells */
 	double eff;       /* median / pooled_1x; NaN when unknown */
 	double eff_lo, eff_hi; /* bootstrap percentile interval (bench_ci.c); NaN below 5 runs */
-	double sched_median[BENCH_SCHED_STATS]; /* per statistic, over ok runs */
+	double sched_median[BENCH_SCHED_STATS]; /* per statistic, over ok runs (loop CPU: their common one) */
 	double rate[BENCH_RATES];
 	double of_native; /* median / native bound; NaN when unknown */
 	bool failed;

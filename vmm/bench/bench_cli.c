@@ -155,6 +155,25 @@ static int on_off(const char *opt, const char *arg, struct bench_onoff *out, cha
 	return 0;
 }
 
+/* auto, none and CPU numbers for --loop-cpu, each once. */
+static int loop_cpus(const char *opt, const char *arg, struct bench_loops *out, char *err, size_t errlen)
+{
+	struct bench_strs s;
+	int r = split(opt, arg, &s, err, errlen);
+	if (r)
+		return r;
+	out->n = s.n;
+	for (unsigned i = 0; i < s.n; i++) {
+		if (bench_loop_parse(s.v[i], &out->v[i]))
+			return parse_fail(err, errlen, "%s: '%s' is neither auto, none nor a CPU number (0 to %d)",
+					  opt, s.v[i], BENCH_LOOP_CPU_MAX);
+		for (unsigned k = 0; k < i; k++)
+			if (bench_loop_same(&out->v[k], &out->v[i]))
+				return parse_fail(err, errlen, "%s: '%s' given twice", opt, s.v[i]);
+	}
+	return 0;
+}
+
 static int vm_modes(const char *arg, struct bench_opts *o, char *err, size_t errlen)
 {
 	struct bench_strs s;
@@ -212,6 +231,7 @@ void bench_opts_defaults(struct bench_opts *o)
 	o->slices = (struct bench_nums){ 1, { BENCH_SLICE_US_DEFAULT } };
 	o->defers = (struct bench_nums){ 1, { BENCH_DEFER_US_DEFAULT } };
 	o->guest_slices = (struct bench_onoff){ 1, { false } };
+	o->loops = (struct bench_loops){ 1, { { BENCH_LOOP_AUTO, 0 } } };
 	o->duration_ms = 1000;
 	o->pcpus = usable_cpus();
 	o->cs_cycles = 1000;
@@ -256,6 +276,9 @@ void bench_print_usage(FILE *out)
 		"  --defer-us LIST         bounds on a safe-point deferral in us (default 200, vmm run's)\n"
 		"  --guest-slice LIST      on, off or on,off: the guest times its own slices, or the VMM\n"
 		"                          does and requests each switch (default on, vmm run's)\n"
+		"  --loop-cpu LIST         where vmm run puts its event loop: auto, none or a CPU number,\n"
+		"                          e.g. auto,none (default auto, vmm run's; --sched host cells keep\n"
+		"                          auto: there auto and none both leave it with the vCPU threads)\n"
 		"  --vm-mode LIST          how cells with several VMs run them (default all three):\n"
 		"                            domain     one `vmm run --domain` process per VM, one agent\n"
 		"                            process    one `vmm run --vms K` process\n"
@@ -286,7 +309,7 @@ enum {
 	OPT_POLICIES, OPT_OVERCOMMIT, OPT_VMS, OPT_THRESHOLDS, OPT_CS, OPT_WORK, OPT_OUT,
 	OPT_NO_PLOT, OPT_NO_NATIVE, OPT_NO_MICRO, OPT_TEST_FAIL, OPT_VM_MODE, OPT_START_MARGIN,
 	OPT_LIST_CELLS, OPT_SHARD, OPT_CELLS, OPT_TEST_SYNTH, OPT_SLICES, OPT_DEFERS,
-	OPT_GUEST_SLICE,
+	OPT_GUEST_SLICE, OPT_LOOP_CPU,
 };
 
 static const struct option bench_long[] = {
@@ -303,6 +326,7 @@ static const struct option bench_long[] = {
 	{ "slice-us", required_argument, 0, OPT_SLICES },
 	{ "defer-us", required_argument, 0, OPT_DEFERS },
 	{ "guest-slice", required_argument, 0, OPT_GUEST_SLICE },
+	{ "loop-cpu", required_argument, 0, OPT_LOOP_CPU },
 	{ "cs-cycles", required_argument, 0, OPT_CS },
 	{ "work-cycles", required_argument, 0, OPT_WORK },
 	{ "out", required_argument, 0, OPT_OUT },
@@ -431,6 +455,9 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 			break;
 		case OPT_GUEST_SLICE:
 			r = on_off("--guest-slice", optarg, &o->guest_slices, err, errlen);
+			break;
+		case OPT_LOOP_CPU:
+			r = loop_cpus("--loop-cpu", optarg, &o->loops, err, errlen);
 			break;
 		case OPT_CS:
 			r = whole("--cs-cycles", optarg, 0, UINT32_MAX, &v, err, errlen);

@@ -238,6 +238,10 @@ unsigned bench_run_args(const struct bench_opts *o, const struct bench_cell *c, 
 		args[n++] = "--guest-slice";
 		args[n++] = "off";
 	}
+	if (!host && c->loop.kind != BENCH_LOOP_AUTO) {
+		args[n++] = "--loop-cpu";
+		args[n++] = c->loop.kind == BENCH_LOOP_NONE ? "none" : NUM("%u", c->loop.cpu);
+	}
 	/* The PV shootdown is a policy of its own in the gang experiment. */
 	args[n++] = "--pv-shootdown";
 	args[n++] = !strcmp(c->policy, "pv") ? "on" : "off";

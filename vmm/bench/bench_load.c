@@ -294,14 +294,15 @@ int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char
 		argv[argc++] = nums[i];
 	}
 	/* Absent from files of before these were dimensions: vmm run's defaults
-	 * (guest_slice: on, which is what those runs had). */
+	 * (guest_slice: on, loop_cpu: auto, which is what those runs had). */
 	static const char *const dims[][2] = { { "slice_us", "--slice-us" }, { "defer_us", "--defer-us" },
-					       { "guest_slice", "--guest-slice" } };
-	char dvals[3][1024];
-	for (unsigned i = 0; i < 3; i++) {
+					       { "guest_slice", "--guest-slice" }, { "loop_cpu", "--loop-cpu" } };
+	enum { ND = sizeof(dims) / sizeof(dims[0]) };
+	char dvals[ND][1024];
+	for (unsigned i = 0; i < ND; i++) {
 		if (!json_object_get(cfg, dims[i][0]))
 			continue;
-		if ((r = join(&x, cfg, dims[i][0], i == 2, dvals[i], sizeof(dvals[i]))))
+		if ((r = join(&x, cfg, dims[i][0], i >= 2, dvals[i], sizeof(dvals[i]))))
 			return r;
 		argv[argc++] = dims[i][1];
 		argv[argc++] = dvals[i];
@@ -338,8 +339,9 @@ int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char
 
 /* A run's "sched": absent (a native run, or an older file) is all unknown;
  * present, every statistic is a non-negative number or null, but for the
- * run meter's two and the guest-timed slices' two, which files written
- * before them lack (unknown then). */
+ * run meter's two, the guest-timed slices' two and the loop's CPU, which
+ * files written before them lack (unknown then). The loop's CPU is not a
+ * count: a CPU number, -1 or -2 (bench.h). */
 static int load_sched(const struct ctx *x, json_t *st, const char *field, double *out)
 {
 	bench_sched_clear(out);
@@ -355,8 +357,12 @@ static int load_sched(const struct ctx *x, json_t *st, const char *field, double
 		int r = get_num(x, st, bench_sched_names[k], f2, &out[k]);
 		if (r)
 			return r;
-		if (out[k] < 0 || isinf(out[k]))
+		if (k == BENCH_SCHED_LOOP_CPU) {
+			if (!isnan(out[k]) && (out[k] != floor(out[k]) || out[k] < -2 || out[k] > BENCH_LOOP_CPU_MAX))
+				return bad(x, f2, "not a CPU number, -1 or -2");
+		} else if (out[k] < 0 || isinf(out[k])) {
 			return bad(x, f2, "negative or infinite");
+		}
 	}
 	return 0;
 }

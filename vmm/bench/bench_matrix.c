@@ -29,7 +29,7 @@ static int find(const struct bench_matrix *m, const struct bench_cell *p)
 		if (c->kind == p->kind && !strcmp(c->workload, p->workload) && !strcmp(c->lock, p->lock) &&
 		    !strcmp(c->policy, p->policy) && c->spin_threshold == p->spin_threshold &&
 		    c->slice_us == p->slice_us && c->defer_us == p->defer_us &&
-		    c->guest_slice_off == p->guest_slice_off &&
+		    c->guest_slice_off == p->guest_slice_off && bench_loop_same(&c->loop, &p->loop) &&
 		    c->vms == p->vms && c->vcpus == p->vcpus && c->mode == p->mode)
 			return (int)i;
 	}
@@ -127,6 +127,7 @@ static int link_multi_vm(struct bench_matrix *m)
 		p.slice_us = BENCH_SLICE_US_DEFAULT; /* the host takes neither */
 		p.defer_us = BENCH_DEFER_US_DEFAULT;
 		p.guest_slice_off = false;
+		p.loop = (struct bench_loop){ BENCH_LOOP_AUTO, 0 };
 		c->host_procs_ref = find(m, &p);
 	}
 	return 0;
@@ -144,19 +145,21 @@ static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char
 			unsigned nthr = lock_waits(lock) || strcmp(wl, "lockbench") ? o->thresholds.n : 1;
 			for (unsigned t = 0; t < nthr; t++)
 				for (unsigned p = 0; p < np; p++) {
-					/* --sched host has neither a slice, a deferral bound nor guest-timed slices */
+					/* --sched host has neither a slice, a deferral bound nor guest-timed
+					 * slices, and its loop runs with the vCPU threads under auto and none */
 					bool host = !strcmp(pol[p], BENCH_POLICY_HOST);
-					unsigned ng = o->guest_slices.n, nd = o->defers.n;
-					for (unsigned sd = 0; sd < (host ? 1 : o->slices.n * nd * ng); sd++) {
+					unsigned ng = o->guest_slices.n, nd = o->defers.n, nl = o->loops.n;
+					for (unsigned sd = 0; sd < (host ? 1 : o->slices.n * nd * ng * nl); sd++) {
 					struct bench_cell proto = {
 						.kind = BENCH_VM, .workload = wl, .lock = lock,
 						.policy = pol[p],
 						.spin_threshold = (uint32_t)o->thresholds.v[t],
 						.slice_us = host ? BENCH_SLICE_US_DEFAULT
-								 : (uint32_t)o->slices.v[sd / (nd * ng)],
+								 : (uint32_t)o->slices.v[sd / (nd * ng * nl)],
 						.defer_us = host ? BENCH_DEFER_US_DEFAULT
-								 : (uint32_t)o->defers.v[sd / ng % nd],
-						.guest_slice_off = !host && o->guest_slices.off[sd % ng],
+								 : (uint32_t)o->defers.v[sd / (ng * nl) % nd],
+						.guest_slice_off = !host && o->guest_slices.off[sd / nl % ng],
+						.loop = host ? (struct bench_loop){ BENCH_LOOP_AUTO, 0 } : o->loops.v[sd % nl],
 						.vms = 1, .vcpus = o->pcpus, .pcpus = o->pcpus,
 					};
 					int ref = add(m, &proto, true);
@@ -228,6 +231,13 @@ static bool one_x(const struct bench_cell *c)
  * runs of its workload, lock and threshold: 5 reps of each policy pool to
  * many runs, and no policy looks better for a lucky 1x. A native cell
  * keeps its own bound.
+ *
+ * The loop's placement is the exception: at 1x it does not run the same
+ * (with a CPU outside the slots, auto moves the loop there and none leaves
+ * it among the vCPUs), so each --loop-cpu value pools only its own 1x
+ * runs: a cell's efficiency says how its placement scales from its own 1x,
+ * and the medians side by side say which placement is faster. The
+ * --sched host cells are auto's, as they were before the dimension.
  */
 static bool pools_with(const struct bench_matrix *m, const struct bench_cell *c, unsigned k)
 {
@@ -235,7 +245,8 @@ static bool pools_with(const struct bench_matrix *m, const struct bench_cell *c,
 	if (c->kind == BENCH_NATIVE)
 		return (int)k == c->ref;
 	return one_x(p) && p->pcpus == c->pcpus && !strcmp(p->workload, c->workload) &&
-	       !strcmp(p->lock, c->lock) && p->spin_threshold == c->spin_threshold;
+	       !strcmp(p->lock, c->lock) && p->spin_threshold == c->spin_threshold &&
+	       bench_loop_same(&p->loop, &c->loop);
 }
 
 static int link_pools(struct bench_matrix *m)

@@ -56,7 +56,8 @@ static bool same_group(const struct bench_cell *a, const struct bench_cell *b)
 	return a->kind == b->kind && !strcmp(a->workload, b->workload) && !strcmp(a->lock, b->lock) &&
 	       !strcmp(a->policy, b->policy) && a->spin_threshold == b->spin_threshold &&
 	       a->slice_us == b->slice_us && a->defer_us == b->defer_us &&
-	       a->guest_slice_off == b->guest_slice_off && a->mode == b->mode;
+	       a->guest_slice_off == b->guest_slice_off && bench_loop_same(&a->loop, &b->loop) &&
+	       a->mode == b->mode;
 }
 
 /* The policy as the tables show it: K processes are marked, one process is not. */
@@ -64,14 +65,17 @@ static const char *policy_label(const struct bench_cell *c, char *buf, size_t le
 {
 	static const char *const suffix[BENCH_MODES] = { "", "@dom", "@procs" };
 	int n = snprintf(buf, len, "%s%s", c->policy, suffix[c->mode]);
-	/* A slice, deferral bound or guest-slice setting other than vmm run's:
-	 * "none/s3ms/d100us/gsoff". */
+	/* A slice, deferral bound, guest-slice setting or loop placement other
+	 * than vmm run's: "none/s3ms/d100us/gsoff/loopnone". */
 	if (n > 0 && (size_t)n < len && c->slice_us != BENCH_SLICE_US_DEFAULT)
 		n += snprintf(buf + n, len - (size_t)n, "/s%gms", c->slice_us / 1000.0);
 	if (n > 0 && (size_t)n < len && c->defer_us != BENCH_DEFER_US_DEFAULT)
 		n += snprintf(buf + n, len - (size_t)n, "/d%uus", c->defer_us);
 	if (n > 0 && (size_t)n < len && c->guest_slice_off)
-		snprintf(buf + n, len - (size_t)n, "/gsoff");
+		n += snprintf(buf + n, len - (size_t)n, "/gsoff");
+	char l[16];
+	if (n > 0 && (size_t)n < len && c->loop.kind != BENCH_LOOP_AUTO)
+		snprintf(buf + n, len - (size_t)n, "/loop%s", bench_loop_name(&c->loop, l, sizeof(l)));
 	return buf;
 }
 
@@ -280,6 +284,9 @@ void bench_report_table(FILE *out, const struct bench_opts *o, const struct benc
 		"every policy's runs at %u vCPUs on %u slots (same workload, lock, threshold: at 1x they "
 		"run alike; host = --sched host, native = host threads, no VM, against its own bound)\n",
 		o->pcpus, o->pcpus, o->pcpus);
+	if (o->loops.n > 1 || o->loops.v[0].kind != BENCH_LOOP_AUTO)
+		fprintf(out, "each --loop-cpu placement pools only its own 1x runs (the host's are auto's): "
+			"at 1x with a CPU to spare auto moves the loop off the slots and none does not\n");
 	pivot(out, m, cols, ncols, false);
 	if (o->native) {
 		fprintf(out, "\nfraction of bare metal = median ops/s / native threads' ops/s on %u CPUs "
@@ -345,7 +352,8 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 		   "pooled_1x_ops_per_s,ref_ids");
 	for (int k = 0; k < BENCH_RATES; k++)
 		fprintf(f, ",%s", bench_rate_names[k]);
-	fputs(",guest_slice\n", f);
+	/* New columns go at the end: loop_cpu as asked, loop_cpu_ran as the runs' loops ran (bench.h) */
+	fputs(",guest_slice,loop_cpu,loop_cpu_ran\n", f);
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
 		fprintf(f, "%u,%s,%s,%s,%s,%u,%u,%u,%u,%u,%g,%d,%u,%u", c->id,
@@ -385,7 +393,9 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 			fprintf(f, "%s%d", k ? ";" : "", c->used[k]);
 		for (int k = 0; k < BENCH_RATES; k++)
 			bench_csv_num(f, c->rate[k]);
-		fprintf(f, ",%s\n", c->guest_slice_off ? "off" : "on");
+		fprintf(f, ",%s,%s", c->guest_slice_off ? "off" : "on", bench_loop_name(&c->loop, b, sizeof(b)));
+		bench_csv_num(f, c->sched_median[BENCH_SCHED_LOOP_CPU]);
+		fputc('\n', f);
 	}
 	int r = fclose(f) ? -errno : 0;
 	if (r || !(f = open_in(dir, "runs.csv", path, sizeof(path))))
@@ -393,7 +403,7 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 	fprintf(f, "id,rep,ok,exit_code,ops_per_s,wall_s,reason");
 	for (int k = 0; k < BENCH_RATES; k++)
 		fprintf(f, ",%s", bench_rate_names[k]);
-	fputc('\n', f);
+	fputs(",loop_cpu\n", f);
 	for (unsigned i = 0; i < m->n; i++)
 		for (unsigned k = 0; k < m->cells[i].nruns; k++) {
 			const struct bench_run *x = &m->cells[i].runs[k];
@@ -404,6 +414,7 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 			csv_text(f, x->ok ? "" : x->why);
 			for (int k = 0; k < BENCH_RATES; k++)
 				bench_csv_num(f, bench_sched_rate(x->sched, (enum bench_rate)k));
+			bench_csv_num(f, x->sched[BENCH_SCHED_LOOP_CPU]);
 			fputc('\n', f);
 		}
 	r = fclose(f) ? -errno : 0;

@@ -36,9 +36,9 @@ static void fit_table(FILE *out, const struct bench_matrix *m, const struct benc
 	char b[8][32], sl[96];
 	fprintf(out, "\nslice fit: loss = 1 - eff = a + C/slice, least squares over each slice sweep "
 		"(co-scheduler cells above 1x; C = slot time per switch-equivalent)\n");
-	fprintf(out, "%-10s %-9s %6s %-8s %-7s %3s %5s %6s %-3s %-22s %7s %8s %6s %9s %9s %10s\n", "workload",
-		"lock", "thr", "policy", "mode", "VMs", "x", "defer", "gs", "slices (ms)", "a", "C (us)", "R^2",
-		"1% slice", "of sweep", "wait bound");
+	fprintf(out, "%-10s %-9s %6s %-8s %-7s %3s %5s %6s %-3s %-4s %-22s %7s %8s %6s %9s %9s %10s\n",
+		"workload", "lock", "thr", "policy", "mode", "VMs", "x", "defer", "gs", "loop", "slices (ms)", "a",
+		"C (us)", "R^2", "1% slice", "of sweep", "wait bound");
 	for (int i = 0; i < n; i++) {
 		const struct bench_cell *c = &m->cells[f[i].first];
 		size_t o = 0;
@@ -51,10 +51,10 @@ static void fit_table(FILE *out, const struct bench_matrix *m, const struct benc
 			snprintf(slice, sizeof(slice), "any");
 		else
 			fmt(f[i].slice_1pct_us / 1000, "%.2fms", slice, sizeof(slice));
-		fprintf(out, "%-10s %-9s %6s %-8s %-7s %3u %4gx %4uus %-3s %-22s %7s %8s %6s %9s %9s %10s\n",
+		fprintf(out, "%-10s %-9s %6s %-8s %-7s %3u %4gx %4uus %-3s %-4s %-22s %7s %8s %6s %9s %9s %10s\n",
 			c->workload, c->lock, thr_of(c, b[0], sizeof(b[0])), c->policy,
 			bench_mode_names[c->mode], c->vms, c->overcommit, c->defer_us,
-			c->guest_slice_off ? "off" : "on", sl,
+			c->guest_slice_off ? "off" : "on", bench_loop_name(&c->loop, b[6], sizeof(b[6])), sl,
 			fmt(f[i].fit.a, "%.4f", b[1], 32), fmt(f[i].fit.c_us, "%.1f", b[2], 32),
 			fmt(f[i].fit.r2, "%.3f", b[3], 32), slice,
 			fmt(f[i].swept_1pct_us / 1000, "%gms", b[4], 32),
@@ -62,7 +62,7 @@ static void fit_table(FILE *out, const struct bench_matrix *m, const struct benc
 	}
 	fprintf(out, "1%% slice = C / 0.01, the shortest slice whose switch term is at most 1 %%; of "
 		"sweep = the shortest swept slice at or above it; wait bound = (vCPUs per slot - 1) x "
-		"1%% slice, the longest a queued vCPU waits for its slot; gs = --guest-slice\n");
+		"1%% slice, the longest a queued vCPU waits for its slot; gs = --guest-slice; loop = --loop-cpu\n");
 }
 
 static void loss_table(FILE *out, const struct bench_matrix *m)
@@ -88,6 +88,11 @@ static void loss_table(FILE *out, const struct bench_matrix *m)
 		if (c->guest_slice_off) {
 			size_t o = strlen(pol);
 			snprintf(pol + o, sizeof(pol) - o, "/gsoff");
+		}
+		if (c->loop.kind != BENCH_LOOP_AUTO) {
+			size_t o = strlen(pol);
+			char l[16];
+			snprintf(pol + o, sizeof(pol) - o, "/loop%s", bench_loop_name(&c->loop, l, sizeof(l)));
 		}
 		fprintf(out, "%-4u %-10s %-9s %-20s %4gx %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %5s %7s\n",
 			c->id, c->workload, c->lock, pol, c->overcommit, fmt(l.eff, "%.3f", b[0], 32),
@@ -135,7 +140,8 @@ int bench_derived_csv(const char *dir, const struct bench_matrix *m)
 		return -errno;
 	}
 	fprintf(o, "first_id,workload,lock,policy,spin_threshold,mode,vms,vcpus_per_vm,overcommit,"
-		   "defer_us,guest_slice,ids,slices_us,a,c_us,r2,slice_1pct_us,swept_1pct_us,wait_bound_us\n");
+		   "defer_us,guest_slice,ids,slices_us,a,c_us,r2,slice_1pct_us,swept_1pct_us,wait_bound_us,"
+		   "loop_cpu\n");
 	for (int i = 0; i < n; i++) {
 		const struct bench_cell *c = &m->cells[f[i].first];
 		fprintf(o, "%d,%s,%s,%s,%u,%s,%u,%u,%g,%u,%s,", f[i].first, c->workload, c->lock, c->policy,
@@ -152,7 +158,8 @@ int bench_derived_csv(const char *dir, const struct bench_matrix *m)
 		bench_csv_num(o, f[i].slice_1pct_us);
 		bench_csv_num(o, f[i].swept_1pct_us);
 		bench_csv_num(o, f[i].wait_bound_us);
-		fputc('\n', o);
+		char l[16];
+		fprintf(o, ",%s\n", bench_loop_name(&c->loop, l, sizeof(l)));
 	}
 	free(f);
 	if (fclose(o))

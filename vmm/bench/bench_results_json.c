@@ -142,6 +142,8 @@ static json_t *cell_json(const struct bench_cell *c)
 	put(o, "slice_us", uint_(c->slice_us));
 	put(o, "defer_us", uint_(c->defer_us));
 	put(o, "guest_slice", json_string(c->guest_slice_off ? "off" : "on"));
+	char l[16];
+	put(o, "loop_cpu", json_string(bench_loop_name(&c->loop, l, sizeof(l))));
 	put(o, "vms", uint_(c->vms));
 	put(o, "vcpus_per_vm", uint_(c->vcpus));
 	put(o, "vcpus_total", uint_(c->vms * c->vcpus));
@@ -206,6 +208,12 @@ static json_t *config_json(const struct bench_opts *o, unsigned learned)
 	for (unsigned k = 0; k < o->guest_slices.n; k++)
 		json_array_append_new(gs, json_string(o->guest_slices.off[k] ? "off" : "on"));
 	put(j, "guest_slice", gs);
+	json_t *lc = json_array();
+	for (unsigned k = 0; k < o->loops.n; k++) {
+		char l[16];
+		json_array_append_new(lc, json_string(bench_loop_name(&o->loops.v[k], l, sizeof(l))));
+	}
+	put(j, "loop_cpu", lc);
 	put(j, "native", json_boolean(o->native));
 	put(j, "micro", json_boolean(o->micro));
 	json_t *modes = json_array();

@@ -14,6 +14,7 @@ const char *const bench_sched_names[BENCH_SCHED_STATS] = {
 	"spins_queued_kept", "spin_events", "waits", "kicks_sent", "kicks_received",
 	"kernel_halts", "unslotted_wakes", "loop_ticks", "loop_ticks_early", "loop_timer_sets",
 	"window_s", "run_ns_total", "guest_window_s", "guest_slice_yields", "guest_slice_declined",
+	"loop_cpu",
 };
 
 const char *const bench_rate_names[BENCH_RATES] = {
@@ -26,7 +27,7 @@ static const char *const report_paths[BENCH_SCHED_STATS] = {
 	"sched.deferrals_hard", "sched.spins_queued_kept", "sched.spin_events", "sched.waits",
 	"sched.kicks_sent", "sched.kicks_received", "sched.kernel_halts", "sched.unslotted_wakes",
 	"event_loop.ticks", "event_loop.ticks_early", "event_loop.timer_sets", "wall_ns", "run_ns_total", "elapsed_ns",
-	"sched.guest_slice_yields", "sched.guest_slice_declined",
+	"sched.guest_slice_yields", "sched.guest_slice_declined", "event_loop.cpu",
 };
 
 void bench_sched_clear(double *s)
@@ -39,6 +40,13 @@ void bench_sched_add(const struct bench_json *j, double *s)
 {
 	for (int i = 0; i < BENCH_SCHED_STATS; i++) {
 		double v;
+		if (i == BENCH_SCHED_LOOP_CPU) {
+			/* K processes: their one CPU when they agree, else -2 (a report says -1 or a CPU) */
+			if (!bench_json_num(j, report_paths[i], &v) && v == floor(v) && v >= -1 &&
+			    v <= BENCH_LOOP_CPU_MAX)
+				s[i] = isnan(s[i]) || s[i] == v ? v : -2;
+			continue;
+		}
 		if (bench_json_num(j, report_paths[i], &v) || !isfinite(v) || v < 0)
 			continue;
 		if (i == BENCH_SCHED_WINDOW_S || i == BENCH_SCHED_GUEST_WINDOW_S) {

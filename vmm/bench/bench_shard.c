@@ -152,7 +152,10 @@ void bench_cell_key(const struct bench_cell *c, char *buf, size_t len)
 	if (n > 0 && (size_t)n < len && c->defer_us != BENCH_DEFER_US_DEFAULT)
 		n += snprintf(buf + n, len - (size_t)n, ":d%u", c->defer_us);
 	if (n > 0 && (size_t)n < len && c->guest_slice_off)
-		snprintf(buf + n, len - (size_t)n, ":gsoff");
+		n += snprintf(buf + n, len - (size_t)n, ":gsoff");
+	char l[16];
+	if (n > 0 && (size_t)n < len && c->loop.kind != BENCH_LOOP_AUTO)
+		snprintf(buf + n, len - (size_t)n, ":loop%s", bench_loop_name(&c->loop, l, sizeof(l)));
 }
 
 uint64_t bench_fnv1a(const void *p, size_t n, uint64_t h)

@@ -111,7 +111,20 @@ static void per_vm(struct bench_cell *c)
 	c->max_over_min = bench_ratio(bench_max(c->vm_median, c->vms), bench_min(c->vm_median, c->vms));
 }
 
-/* Each statistic's and rate's median over the ok runs that have it. */
+/* The CPU every ok run's loop ran on, -2 when they differ; NaN none knows. */
+static double common_loop_cpu(const struct bench_cell *c)
+{
+	double v = NAN;
+	for (unsigned i = 0; i < c->nruns; i++) {
+		double x = c->runs[i].sched[BENCH_SCHED_LOOP_CPU];
+		if (c->runs[i].ok && isfinite(x))
+			v = isnan(v) || v == x ? x : -2;
+	}
+	return v;
+}
+
+/* Each statistic's and rate's median over the ok runs that have it; the
+ * loop's CPU is a name, not an amount: the runs' common one. */
 static void sched_medians(struct bench_cell *c)
 {
 	double x[BENCH_MAX_REPS], y[BENCH_MAX_REPS];
@@ -120,7 +133,7 @@ static void sched_medians(struct bench_cell *c)
 		for (unsigned i = 0; i < c->nruns; i++)
 			if (c->runs[i].ok && isfinite(c->runs[i].sched[k]))
 				x[n++] = c->runs[i].sched[k];
-		c->sched_median[k] = bench_median(x, n);
+		c->sched_median[k] = k == BENCH_SCHED_LOOP_CPU ? common_loop_cpu(c) : bench_median(x, n);
 	}
 	for (int k = 0; k < BENCH_RATES; k++) {
 		unsigned n = 0;

@@ -71,6 +71,26 @@ static void synth_guest_slices(const struct bench_cell *c, const char *key, unsi
 	s[BENCH_SCHED_DEFERRALS] = 0; /* the hard deadlines stay: a late guest */
 }
 
+/*
+ * Where the loop ran, as a report reads it back: --sched host leaves it on
+ * the vCPU threads' CPUs (one CPU only at 1 pcpu), none leaves it unpinned,
+ * auto takes the first CPU past the slots (this made-up host has one to
+ * spare), and a number is that CPU.
+ */
+static double synth_loop_cpu(const struct bench_cell *c)
+{
+	if (!strcmp(c->policy, BENCH_POLICY_HOST))
+		return c->pcpus == 1 ? 0 : -1;
+	switch (c->loop.kind) {
+	case BENCH_LOOP_NONE:
+		return -1;
+	case BENCH_LOOP_CPU:
+		return c->loop.cpu;
+	default:
+		return c->pcpus;
+	}
+}
+
 void bench_synth_run(const struct bench_opts *o, const struct bench_cell *c, unsigned rep,
 		     struct bench_run *out)
 {
@@ -99,6 +119,7 @@ void bench_synth_run(const struct bench_opts *o, const struct bench_cell *c, uns
 			floor(out->sched[BENCH_SCHED_DEFERRALS] * (double)(unit_hash(key, rep, 6) % 100) / 100);
 		synth_guest_slices(c, key, rep, out);
 		synth_run_meter(o, c, out);
+		out->sched[BENCH_SCHED_LOOP_CPU] = synth_loop_cpu(c);
 	}
 	/* Overcommit costs something, so efficiencies are below 1 as in life. */
 	double base = 1e6 / (c->overcommit > 0 ? c->overcommit : 1);
