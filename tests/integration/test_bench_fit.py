@@ -212,3 +212,24 @@ def test_file_without_run_meter_merges_as_unknown():
         m = tbm.load(t.p("m"))
         assert m["loss"] and all(l["run_share"] is None and l["pts_slot"] is None for l in m["loss"])
         assert m["slice_fit"] == doc["slice_fit"]  # the fit needs only efficiencies
+
+
+def test_preset_hotpath_matrix():
+    """Issue 13's table in one run: every lock kind and the barrier and
+    shootdown workloads, host beside none and pv at 1, 2 and 4x, and the
+    co-scheduler's cells once with guest-timed slices and once without."""
+    p = tbm.bench("--preset", "hotpath", "--pcpus", "2", "--list-cells")
+    assert p.returncode == 0, p.stderr
+    keys = [l.split("\t")[1] for l in p.stdout.splitlines() if l.split("\t")[0].isdigit()]
+    vm = [k for k in keys if k.startswith("vm:")]
+    kinds = [("lockbench", l) for l in ("ticket", "pvticket", "tas", "mcs", "pvmcs")] + \
+        [("barrier", None), ("shootdown", None)]
+    for wl, lock in kinds:
+        mine = [k for k in vm if k.startswith("vm:%s:%s" % (wl, (lock + ":") if lock else ""))]
+        for x in (2, 4, 8):
+            at = [k for k in mine if ":1x%d:" % x in k]
+            assert sum(1 for k in at if ":host:" in k) == 1, at  # host: no guest-slice cells
+            for pol in ("none", "pv"):
+                both = [k for k in at if ":%s:" % pol in k]
+                assert len(both) == 2 and sum(k.endswith(":gsoff") for k in both) == 1, both
+    assert not any(":host:" in k and k.endswith(":gsoff") for k in vm), vm

@@ -27,24 +27,31 @@ struct preset {
 	const char *workloads, *locks, *policies, *overcommit, *vms, *thresholds;
 	unsigned pcpus; /* 0: every usable CPU; else at most that many */
 	const char *slices; /* NULL: vmm run's default slice */
+	const char *guest_slice; /* NULL: on only */
 };
 
 /* The quick default, then the seeds' experiments. */
 static const struct preset presets[] = {
 	{ "quick", "3 locks x host/none/directed/pv x 1,2,4x (default, a few minutes)",
-	  "lockbench", "ticket,pvticket,tas", "host,none,directed,pv", "1,2,4", "1", "4096", 0, NULL },
+	  "lockbench", "ticket,pvticket,tas", "host,none,directed,pv", "1,2,4", "1", "4096", 0, NULL, NULL },
 	{ "ple", "pause-loop yield: none/random/directed at 1x and 2x (KVM's PLE handler)",
-	  "lockbench", "ticket,tas", "host,none,random,directed", "1,2", "1", "4096", 0, NULL },
+	  "lockbench", "ticket,tas", "host,none,random,directed", "1,2", "1", "4096", 0, NULL, NULL },
 	{ "threshold", "PV spin threshold 2k-32k with 1, 2 and 4 VMs",
-	  "lockbench", "pvticket", "host,pv", "1", "1,2,4", "2048,4096,8192,16384,32768", 0, NULL },
+	  "lockbench", "pvticket", "host,pv", "1", "1,2,4", "2048,4096,8192,16384,32768", 0, NULL, NULL },
 	/* The gang seed's table: K VMs of 4 vCPUs on 2 slots, as K processes
 	 * (domain), one process, and host-scheduled processes. */
 	{ "gang", "TLB shootdown: 1, 2, 4 VMs of 4 vCPUs on 2 slots; host, none, gang, pv",
-	  "shootdown", "ticket", "host,none,gang,pv", "2", "1,2,4", "4096", 2, NULL },
+	  "shootdown", "ticket", "host,none,gang,pv", "2", "1,2,4", "4096", 2, NULL, NULL },
 	/* Issue 13: the default slice from a fit of loss = a + C/slice (BENCHMARKS.md). */
 	{ "slices", "slice sweep 3-24 ms: 3 locks x host/none/pv x 1,2,4x, for the slice fit",
 	  "lockbench", "ticket,pvticket,tas", "host,none,pv", "1,2,4", "1", "4096", 0,
-	  "3000,6000,12000,24000" },
+	  "3000,6000,12000,24000", NULL },
+	/* Issue 13's acceptance table in one run: every lock kind, the barrier
+	 * and shootdown workloads, the co-scheduler against the host at each
+	 * level, with the guest timing its slices and without. */
+	{ "hotpath", "issue 13: 5 locks + barrier + shootdown x host/none/pv x 1,2,4x, guest-timed slices on,off",
+	  "lockbench,barrier,shootdown", "ticket,pvticket,tas,mcs,pvmcs", "host,none,pv", "1,2,4", "1", "4096", 0,
+	  NULL, "on,off" },
 };
 
 
@@ -218,6 +225,8 @@ static int apply_preset(const struct preset *p, struct bench_opts *o, char *err,
 		r = numbers("--spin-thresholds", p->thresholds, 1u << 30, false, &o->thresholds, err, errlen);
 	if (!r && p->slices)
 		r = numbers_from("--slice-us", p->slices, 50, 10000000, &o->slices, err, errlen);
+	if (!r && p->guest_slice)
+		r = on_off("--guest-slice", p->guest_slice, &o->guest_slices, err, errlen);
 	if (p->pcpus && p->pcpus < o->pcpus)
 		o->pcpus = p->pcpus;
 	return r;
