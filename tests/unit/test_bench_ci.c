@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tests/unit/check.h"
+#include "tests/unit/bench_matrix_test.h"
 #include "vmm/bench/bench_shard.h"
 
 static bool near(double a, double b)
@@ -66,25 +67,6 @@ static void test_ratio_ci(void)
 	/* a zero denominator is no ratio: no interval rather than a made-up one */
 	double zero[] = { 0, 0, 0, 0, 0 };
 	CHECK_EQ(bench_ratio_ci(num, 5, zero, 5, 3, &lo, &hi), -EDOM);
-}
-
-static void matrix(struct bench_opts *o, struct bench_matrix *m, int argc, char **argv)
-{
-	char err[256];
-	bench_opts_defaults(o);
-	CHECK_EQ(bench_parse(argc, argv, o, err, sizeof(err)), 0);
-	CHECK_EQ(bench_matrix_build(o, m, err, sizeof(err)), 0);
-}
-
-static int find(const struct bench_matrix *m, const char *key)
-{
-	char k[256];
-	for (unsigned i = 0; i < m->n; i++) {
-		bench_cell_key(&m->cells[i], k, sizeof(k));
-		if (!strcmp(k, key))
-			return (int)i;
-	}
-	return -1;
 }
 
 /* Every cell gets reps runs: ops = base + rep, base by cell. */

@@ -10,26 +10,8 @@
 #include <string.h>
 
 #include "tests/unit/check.h"
+#include "tests/unit/bench_matrix_test.h"
 #include "vmm/bench/bench_shard.h"
-
-static void matrix(struct bench_opts *o, struct bench_matrix *m, int argc, char **argv)
-{
-	char err[256];
-	bench_opts_defaults(o);
-	CHECK_EQ(bench_parse(argc, argv, o, err, sizeof(err)), 0);
-	CHECK_EQ(bench_matrix_build(o, m, err, sizeof(err)), 0);
-}
-
-static int find(const struct bench_matrix *m, const char *key)
-{
-	char k[256];
-	for (unsigned i = 0; i < m->n; i++) {
-		bench_cell_key(&m->cells[i], k, sizeof(k));
-		if (!strcmp(k, key))
-			return (int)i;
-	}
-	return -1;
-}
 
 /* The value after option a in args, or NULL when a is not there. */
 static const char *arg_of(const char *const *args, const char *a)
