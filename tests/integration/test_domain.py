@@ -561,8 +561,14 @@ def _two_members_together(dom, d, yield_policy):
         j, t = os.path.join(d, "%s%d.json" % (yield_policy, i)), os.path.join(d, "%s%d.trace" % (yield_policy, i))
         procs.append((dom.member("-c", "4", "--yield", yield_policy, "--lock", "ticket", "--duration", _dur(1),
                                  "--name", "%s%d" % (yield_policy, i), json_path=j, trace=t), j, t))
+    # the status while both are members: a member's start-up (an ASan
+    # build in the nested KVM) can take longer than the first look
+    names, deadline = {"%s%d" % (yield_policy, i) for i in range(2)}, time.time() + 20
     time.sleep(0.3)
     st = dom.status()
+    while not names <= {m["vm"] for m in st["members"]} and time.time() < deadline:
+        time.sleep(0.1)
+        st = dom.status()
     text = dom.vmm("domain", "status", dom.name).stdout
     spans, whole, timefrac = [], [], []
     for p, j, t in procs:
