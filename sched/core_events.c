@@ -280,11 +280,9 @@ void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 			return;
 		}
 		x->st.spins_queued_kept++;
-	} else if (sc_gslice(c, v) && sc_gslice_expired(c, v, now) &&
-		   !sched_core_get_hint(c, v).in_critical && sc_gslice_waiting(c) > 0) {
+	} else if (sc_gslice(c, v) && !sched_core_get_hint(c, v).in_critical &&
+		   sc_gslice_claim(c, v, now, false)) {
 		/* The same safe point for a guest-timed slice that is over. */
-		x->st.guest_slice_yields++;
-		sc_trace(c, SCHED_TR_SLICE_GUEST, v, -1, now);
 		sched_core_yield(c, v, now);
 		return;
 	}
@@ -317,7 +315,7 @@ void sched_core_safe_point(struct sched_core *c, int v, uint64_t now)
 		sched_core_yield(c, v, now);
 	else if (x->preempt_pending)
 		sc_set_pending(c, v, false);
-	else if (sc_gslice(c, v) && sc_gslice_claim(c, v, now))
+	else if (sc_gslice(c, v) && sc_gslice_claim(c, v, now, true))
 		sched_core_yield(c, v, now);
 }
 

@@ -49,14 +49,14 @@ uint64_t sc_gslice_hard(const struct sched_core *c, int slot)
 	return end + c->defer_max_ns;
 }
 
-bool sc_gslice_expired(const struct sched_core *c, int v, uint64_t now)
+static bool sc_gslice_expired(const struct sched_core *c, int v, uint64_t now)
 {
 	const struct sched_vcore *x = &c->v[v];
 	return now + c->slice_ns / 64 >= c->slot[x->slot].slice_start + c->slice_ns;
 }
 
 /* Queued vCPUs that no slot already on its way back will take. */
-int sc_gslice_waiting(const struct sched_core *c)
+static int sc_gslice_waiting(const struct sched_core *c)
 {
 	int n = c->nrunnable;
 	for (int s = 0; s < c->nslots && n > 0; s++) {
@@ -67,9 +67,11 @@ int sc_gslice_waiting(const struct sched_core *c)
 	return n;
 }
 
-/* v asks to leave at its own slice end (a yield_to(-1) or a SPIN with no
- * request pending): true if it leaves. */
-bool sc_gslice_claim(struct sched_core *c, int v, uint64_t now)
+/* v is at a safe point with no request pending (a yield_to(-1), or a SPIN
+ * outside any lock region): true if its slice ends here. A yield_to(-1) is
+ * the guest's claim, declined once if refused (decline); a SPIN only ends a
+ * slice that is over, and is no claim. */
+bool sc_gslice_claim(struct sched_core *c, int v, uint64_t now, bool decline)
 {
 	struct sched_vcore *x = &c->v[v];
 	if (sc_gslice_expired(c, v, now) && sc_gslice_waiting(c) > 0) {
@@ -77,6 +79,8 @@ bool sc_gslice_claim(struct sched_core *c, int v, uint64_t now)
 		sc_trace(c, SCHED_TR_SLICE_GUEST, v, -1, now);
 		return true;
 	}
+	if (!decline)
+		return false;
 	x->gs_declined = true;
 	x->st.guest_slice_declined++;
 	return false;

@@ -66,9 +66,7 @@ static inline void sc_mark_woken(struct sched_core *c, int v)
 bool sc_gslice(const struct sched_core *c, int v);
 void sc_gslice_learn(struct sched_core *c, int v);
 uint64_t sc_gslice_hard(const struct sched_core *c, int slot);
-bool sc_gslice_expired(const struct sched_core *c, int v, uint64_t now);
-int sc_gslice_waiting(const struct sched_core *c);
-bool sc_gslice_claim(struct sched_core *c, int v, uint64_t now);
+bool sc_gslice_claim(struct sched_core *c, int v, uint64_t now, bool decline);
 void sc_gslice_new_slice(struct sched_core *c, int v, uint64_t now);
 void sc_gslice_sync(struct sched_core *c);
 /* core_halts.c */
