@@ -615,7 +615,11 @@ def test_gang():
         # in turns of up to milliseconds, so a 2 ms skew is missed more
         # often there under load (0.73 seen in 2 of 4 runs, before and after
         # issue 13's changes); the plain members' contrast below still holds.
-        assert sum(whole) / 2 >= (0.65 if harness.nested() else 0.75), whole
+        # Under the sanitizers in the nested KVM a member runs several times
+        # slower again (0.56 seen in one CI run): the bound is the timing's,
+        # the mechanism is the contrast with plain members below.
+        bound = 0.75 if not harness.nested() else 0.5 if os.environ.get("VMM_SANITIZED") == "1" else 0.65
+        assert sum(whole) / 2 >= bound, whole
         # the same domain with plain members: seats come and go one by one
         st, text, plain, ptime, overlap = _two_members_together(dom, d, "none")
         print("    plain: rounds started on both seats %s; running time with 2 vCPUs in guest mode %s"
