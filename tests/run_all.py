@@ -91,6 +91,15 @@ def say(line):
 
 PREFIX = ""
 
+# What failed, by name and stage, repeated just above the closing lines: a
+# CI log cut to its tail still says which test to look at.
+FAILURES = []
+STAGE = "plain"
+
+
+def note_failure(name):
+    FAILURES.append((name, STAGE))
+
 
 def run_unit(build, only, names=None):
     """Returns (Tally, [(unit, its Tally)] for units that skipped something)."""
@@ -115,6 +124,7 @@ def run_unit(build, only, names=None):
         total += t
         counts = f"{m.group(0)}; {t.tests_line()}" if m else t.tests_line()
         if t.f:
+            note_failure(f"unit {name}")
             say(f"unit {name}: FAILED (exit {rc})")
             say("    " + "\n    ".join(out.strip().splitlines()[-30:]))
         elif t.sk:
@@ -163,6 +173,7 @@ def run_integration(build, only, names=None):
             say(f"skip {full}: {e}")
         except Exception:  # noqa: BLE001 - every failure is reported, none stops the run
             failed += 1
+            note_failure(full)
             say(f"FAIL {full} ({time.time() - t0:.1f}s)")
             say("    " + "\n    ".join(traceback.format_exc().strip().splitlines()[-25:]))
     return Tally(passed, failed, skipped, passed, failed, skipped), no_kvm
@@ -196,10 +207,13 @@ def run_nested(build, tests, units, label):
     rc = subprocess.run(cmd, stdin=subprocess.DEVNULL).returncode
     try:
         with open(res) as f:
-            t = Tally.from_json(json.load(f))
+            r = json.load(f)
+        t = Tally.from_json(r)
     except (OSError, ValueError, KeyError):
         say(f"stage nested ({label}): the inner host gave no results (exit {rc}): FAILED")
+        note_failure(f"the nested host (exit {rc})")
         return Tally(0, 1, 0, 0, 1, 0)
+    FAILURES.extend((name, f"{label}, nested") for name, _ in r.get("failures", []))
     say(f"stage nested ({label}, {time.time() - t0:.0f}s): {t.line()}; {t.tests_line()}")
     return t
 
@@ -253,6 +267,8 @@ def run_fuzzers(build, seconds):
     """Each fuzzer: first every input in its corpus and regression folder
     once (the regression tests), then `seconds` of fuzzing from the corpus.
     New inputs go to BUILD/corpus, findings to BUILD/crashes."""
+    global STAGE
+    STAGE = "fuzz"
     passed = failed = 0
     t_all = time.time()
     fdir = os.path.join(build, "fuzz")
@@ -288,6 +304,7 @@ def run_fuzzers(build, seconds):
                 print(f"fuzz {name} {stage}: {execs} inputs run, no finding ({time.time() - t0:.0f}s)")
             else:
                 failed += 1
+                note_failure(f"fuzz {name} {stage}")
                 print(f"fuzz {name} {stage}: FINDING (exit {rc}); the input is in {crashes}/")
                 print("    " + "\n    ".join(out.strip().splitlines()[-40:]))
     print(f"stage fuzz ({len(names)} fuzzers, {seconds}s each, {time.time() - t_all:.0f}s): "
@@ -299,6 +316,8 @@ def run_suite(build, only, names, nested_mode, label, unit_only=False, integrati
     """The unit binaries, the integration tests, then the nested stage for
     what needs a KVM (nested_selection). A test that skipped here for want
     of KVM and then ran nested counts once, as it ended there."""
+    global STAGE
+    STAGE = label
     here = Tally()
     partial, no_kvm = [], []
     if nested_mode != "only":
@@ -360,6 +379,8 @@ def main():
     if args.sanitize_build:
         total += run_sanitized(args.sanitize_build, args.only, args.nested)
     if args.tsan_build:
+        global STAGE
+        STAGE = "tsan"
         sel = "^(" + "|".join(re.escape(u) for u in args.tsan_units.split()) + ")$"
         t0 = time.time()
         t, _ = run_unit(args.tsan_build, sel)
@@ -371,10 +392,12 @@ def main():
         total += Tally(fp, ff, 0, fp, ff, 0)
     if args.results:
         with open(args.results, "w") as out:
-            json.dump(total.as_json(), out)
+            json.dump({**total.as_json(), "failures": FAILURES}, out)
         # inside the nested stage the totals are the outer run's to print
         say(f"subtotal: {total.line()}; {total.tests_line()}")
     else:
+        for name, stage in FAILURES:
+            say(f"failed: {name} ({stage})")
         say(total.tests_line())
         say(total.line())
     return 1 if total.f else 0
