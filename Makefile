@@ -127,6 +127,9 @@ bench-handoff: $(HANDOFF_BENCH)
 			  $$3 == "task-clock" ? " ms" : "" }' $(BUILD)/bench/handoff.perf; \
 	done
 
+# The tests run both (tests/integration/test_bench_tools.py), so they are built with them.
+build-tests: $(SCHED_BENCH) $(HANDOFF_BENCH)
+
 # ---- the security stages (SECURITY.md) ----
 # `make test` runs the suite, then the suite again under ASan+UBSan, the
 # scheduler's and vcpu_kick's unit tests under TSan, and every fuzzer for FUZZ_SECONDS each

@@ -557,10 +557,15 @@ def _two_members_together(dom, d, yield_policy):
     each other, and of its running time with 2 vCPUs in guest mode; and
     the domain's max overlap. Checks exits, mutual exclusion, no reclaim."""
     procs = []
+    # One start instant, as the bench gives its K processes: a member that
+    # starts seconds after the other (an ASan build in the nested KVM) would
+    # run mostly alone, keep its seats all along and leave too few rounds.
+    at = time.monotonic_ns() + int((1.5e9 if harness.nested() else 0.5e9) * _slow())
     for i in range(2):
         j, t = os.path.join(d, "%s%d.json" % (yield_policy, i)), os.path.join(d, "%s%d.trace" % (yield_policy, i))
         procs.append((dom.member("-c", "4", "--yield", yield_policy, "--lock", "ticket", "--duration", _dur(1),
-                                 "--name", "%s%d" % (yield_policy, i), json_path=j, trace=t), j, t))
+                                 "--start-at", str(at), "--name", "%s%d" % (yield_policy, i),
+                                 json_path=j, trace=t), j, t))
     # the status while both are members: a member's start-up (an ASan
     # build in the nested KVM) can take longer than the first look
     names, deadline = {"%s%d" % (yield_policy, i) for i in range(2)}, time.time() + 20
