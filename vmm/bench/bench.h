@@ -426,6 +426,10 @@ int bench_report_json(const char *path, const struct bench_opts *o, const struct
 void bench_report_derived(FILE *out, const struct bench_matrix *m);
 int bench_derived_csv(const char *dir, const struct bench_matrix *m);
 void bench_derived_json(struct json_t *root, const struct bench_matrix *m);
+/* The open issues' speed targets judged on the cells (bench_targets.c): a
+ * table after the derived ones, and "targets" in results.json. */
+void bench_targets_print(FILE *out, const struct bench_matrix *m);
+void bench_targets_json(struct json_t *root, const struct bench_matrix *m);
 /* A results.json number: whole values as integers, NaN (unknown) as null. */
 struct json_t *bench_json_number(double v);
 /* ",value" in the shortest text that reads back as the same double; "," when unknown. */

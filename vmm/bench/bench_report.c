@@ -294,6 +294,7 @@ void bench_report_table(FILE *out, const struct bench_opts *o, const struct benc
 		pivot(out, m, cols, ncols, true);
 	}
 	bench_report_derived(out, m);
+	bench_targets_print(out, m);
 	if (mi->ran)
 		micro_table(out, mi);
 }

@@ -295,6 +295,7 @@ int bench_report_json(const char *path, const struct bench_opts *o, const struct
 	if (mi->ran)
 		put(root, "micro", micro_json(mi));
 	bench_derived_json(root, m);
+	bench_targets_json(root, m);
 	put(root, "shard", shard_json(meta));
 	FILE *f = fopen(path, "w");
 	int r = f ? 0 : -errno;
