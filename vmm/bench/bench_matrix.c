@@ -30,7 +30,8 @@ static int find(const struct bench_matrix *m, const struct bench_cell *p)
 		    !strcmp(c->policy, p->policy) && c->spin_threshold == p->spin_threshold &&
 		    c->slice_us == p->slice_us && c->defer_us == p->defer_us &&
 		    c->guest_slice_off == p->guest_slice_off && bench_loop_same(&c->loop, &p->loop) &&
-		    c->wake_slice_us == p->wake_slice_us && c->vms == p->vms && c->vcpus == p->vcpus && c->mode == p->mode)
+		    c->wake_slice_us == p->wake_slice_us && c->vms == p->vms && c->vcpus == p->vcpus &&
+		    c->mode == p->mode)
 			return (int)i;
 	}
 	return -1;

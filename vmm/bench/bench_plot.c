@@ -111,7 +111,8 @@ static bool first_of_series(const struct bench_matrix *m, unsigned i, bool per_s
 		if (d->mode == BENCH_MODE_PROCESS && d->kind == c->kind && !strcmp(d->workload, c->workload) && !strcmp(d->lock, c->lock) &&
 		    !strcmp(d->policy, c->policy) && d->slice_us == c->slice_us && d->defer_us == c->defer_us &&
 		    d->guest_slice_off == c->guest_slice_off && bench_loop_same(&d->loop, &c->loop) &&
-		    d->wake_slice_us == c->wake_slice_us && (!per_size || (d->vms == c->vms && d->vcpus == c->vcpus)))
+		    d->wake_slice_us == c->wake_slice_us &&
+		    (!per_size || (d->vms == c->vms && d->vcpus == c->vcpus)))
 			return false;
 	}
 	return true;
