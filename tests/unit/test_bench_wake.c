@@ -158,10 +158,15 @@ static void test_preset_slices(void)
 	matrix(&o, &m, 7, one);
 	CHECK(o.wake_slices.n == 1 && o.wake_slices.v[0] == 500);
 	bench_matrix_free(&m);
-	/* the default preset leaves it at vmm run's */
+	/* the other presets leave it at vmm run's, and keep their own parts */
 	char *quick[] = { "bench", NULL };
 	matrix(&o, &m, 1, quick);
 	CHECK(o.wake_slices.n == 1 && o.wake_slices.v[0] == BENCH_WAKE_SLICE_US_DEFAULT);
+	bench_matrix_free(&m);
+	char *hot[] = { "bench", "--preset", "hotpath", "--pcpus", "2", NULL };
+	matrix(&o, &m, 5, hot);
+	CHECK(o.wake_slices.n == 1 && o.wake_slices.v[0] == BENCH_WAKE_SLICE_US_DEFAULT);
+	CHECK(o.guest_slices.n == 2 && !o.guest_slices.off[0] && o.guest_slices.off[1]);
 	bench_matrix_free(&m);
 }
 

@@ -27,8 +27,8 @@ struct preset {
 	const char *workloads, *locks, *policies, *overcommit, *vms, *thresholds;
 	unsigned pcpus; /* 0: every usable CPU; else at most that many */
 	const char *slices; /* NULL: vmm run's default slice */
-	const char *wake_slices; /* NULL: vmm run's default --wake-slice-us */
 	const char *guest_slice; /* NULL: on only */
+	const char *wake_slices; /* NULL: vmm run's default --wake-slice-us */
 };
 
 /* The quick default, then the seeds' experiments. */
