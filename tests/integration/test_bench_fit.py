@@ -17,7 +17,7 @@ SWEEP = ["--test-synthetic", "--locks", "tas,pvticket", "--policies", "host,pv,n
          "--pcpus", "2", "--duration", "100ms", "--no-plot", "--no-micro", "--no-native"]
 
 GROUP_KEYS = ("workload", "lock", "policy", "spin_threshold", "defer_us", "guest_slice", "loop_cpu",
-              "vms", "vcpus_per_vm", "pcpus", "mode")
+              "wake_slice_us", "vms", "vcpus_per_vm", "pcpus", "mode")
 
 
 def close(a, b, rel=1e-9):
@@ -183,15 +183,18 @@ def test_preset_slices_matrix():
     assert p.returncode == 0, p.stderr
     keys = [l.split("\t")[1] for l in p.stdout.splitlines() if l.split("\t")[0].isdigit()]
     vm = [k for k in keys if k.startswith("vm:")]
-    # host takes no slice: one cell per lock and overcommit; none and pv: one per slice
+    # host takes no slice: one cell per lock and overcommit; none and pv: one per
+    # slice and wake slice (0: never cut, and vmm run's 1000, which has no suffix)
     for lock in ("ticket", "pvticket", "tas"):
         for x in (2, 4, 8):
             assert sum(1 for k in vm if ":%s:host:" % lock in k and ":1x%d:" % x in k) == 1, (lock, x)
             for pol in ("none", "pv"):
                 mine = [k for k in vm if ":%s:%s:" % (lock, pol) in k and ":1x%d:" % x in k]
-                assert len(mine) == 4, mine
-                assert sum(1 for k in mine if ":s" not in k.split(":t4096")[-1]) == 1, mine
-    assert not any(":s" in k.split(":t4096")[-1] for k in vm if ":host:" in k), vm
+                assert len(mine) == 8, mine
+                tails = sorted(k.split(":t4096")[-1] for k in mine)
+                assert tails == sorted(s + w for s in ("", ":s3000", ":s12000", ":s24000")
+                                       for w in ("", ":w0")), tails
+    assert not any(k.split(":t4096")[-1] for k in vm if ":host:" in k), vm
 
 
 def test_file_without_run_meter_merges_as_unknown():

@@ -1,6 +1,7 @@
 /*
- * For the bench's unit tests: a matrix from command-line words, and a cell
- * found by its key. Include after tests/unit/check.h (CHECK_EQ).
+ * For the bench's unit tests: a matrix from command-line words, a cell
+ * found by its key, an option's value on a cell's `vmm run` command line,
+ * and pool membership. Include after tests/unit/check.h (CHECK_EQ).
  */
 #ifndef VMM_TESTS_BENCH_MATRIX_TEST_H
 #define VMM_TESTS_BENCH_MATRIX_TEST_H
@@ -28,6 +29,23 @@ static inline int find(const struct bench_matrix *m, const char *key)
 			return (int)i;
 	}
 	return -1;
+}
+
+/* The value after option a in args, or NULL when a is not there. */
+static inline const char *arg_of(const char *const *args, const char *a)
+{
+	for (unsigned i = 0; args[i] && args[i + 1]; i++)
+		if (!strcmp(args[i], a))
+			return args[i + 1];
+	return NULL;
+}
+
+static inline bool in_pool(const struct bench_cell *c, int k)
+{
+	for (unsigned i = 0; i < c->npool; i++)
+		if (c->pool[i] == k)
+			return true;
+	return false;
 }
 
 #endif

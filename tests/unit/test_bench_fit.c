@@ -98,6 +98,7 @@ static struct bench_cell cell(unsigned id, const char *policy, unsigned vcpus, u
 	c.spin_threshold = 4096;
 	c.slice_us = slice;
 	c.defer_us = BENCH_DEFER_US_DEFAULT;
+	c.wake_slice_us = BENCH_WAKE_SLICE_US_DEFAULT;
 	c.vms = 1;
 	c.vcpus = vcpus;
 	c.pcpus = 2;
@@ -207,6 +208,28 @@ static void test_groups_loop_cpu(void)
 	free(f);
 }
 
+/* Each slice with and without the wake cut (--wake-slice-us 0,1000, as the
+ * slices preset interleaves them): two groups, each fitted on its own. */
+static void test_groups_wake_slice(void)
+{
+	struct bench_cell cells[8];
+	unsigned n = 0;
+	const double s[] = { 3000, 6000, 12000, 24000 };
+	for (unsigned k = 0; k < 4; k++) {
+		cells[n] = cell(n, "pv", 4, (uint32_t)s[k], loss_at(0.04, 70, s[k]));
+		cells[n].wake_slice_us = 0, n++;
+		cells[n] = cell(n, "pv", 4, (uint32_t)s[k], loss_at(0.02, 110, s[k])), n++;
+	}
+	struct bench_matrix m = { n, cells };
+	struct bench_slice_fit *f;
+	CHECK_EQ(bench_slice_fits(&m, &f), 2);
+	CHECK(f[0].first == 0 && f[0].n == 4 && f[0].ids[3] == 6);
+	CHECK(NEAR(f[0].fit.a, 0.04) && NEAR(f[0].fit.c_us, 70) && NEAR(f[0].fit.r2, 1));
+	CHECK(f[1].first == 1 && f[1].n == 4 && f[1].ids[3] == 7);
+	CHECK(NEAR(f[1].fit.a, 0.02) && NEAR(f[1].fit.c_us, 110) && NEAR(f[1].fit.r2, 1));
+	free(f);
+}
+
 /* The names a placement has in keys, tables and files, and what parses. */
 static void test_loop_names(void)
 {
@@ -309,6 +332,7 @@ int main(void)
 	RUN(test_groups);
 	RUN(test_groups_guest_slice);
 	RUN(test_groups_loop_cpu);
+	RUN(test_groups_wake_slice);
 	RUN(test_loop_names);
 	RUN(test_loss);
 	return check_summary();

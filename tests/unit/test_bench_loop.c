@@ -13,23 +13,6 @@
 #include "tests/unit/bench_matrix_test.h"
 #include "vmm/bench/bench_shard.h"
 
-/* The value after option a in args, or NULL when a is not there. */
-static const char *arg_of(const char *const *args, const char *a)
-{
-	for (unsigned i = 0; args[i] && args[i + 1]; i++)
-		if (!strcmp(args[i], a))
-			return args[i + 1];
-	return NULL;
-}
-
-static bool in_pool(const struct bench_cell *c, int k)
-{
-	for (unsigned i = 0; i < c->npool; i++)
-		if (c->pool[i] == k)
-			return true;
-	return false;
-}
-
 #define K(pol, x, tail) "vm:lockbench:tas:" pol ":process:1x" #x ":p1:t4096" tail
 
 static void test_cells_keys_args_pools(void)

@@ -28,6 +28,7 @@
  * before slices and deferral bounds were dimensions. */
 #define BENCH_SLICE_US_DEFAULT 6000
 #define BENCH_DEFER_US_DEFAULT 200
+#define BENCH_WAKE_SLICE_US_DEFAULT 1000
 
 /* The pseudo policy for the baseline every other VMM uses: --sched host. */
 #define BENCH_POLICY_HOST "host"
@@ -92,6 +93,7 @@ struct bench_opts {
 	struct bench_nums vms;
 	struct bench_nums thresholds;
 	struct bench_nums slices, defers; /* --slice-us, --defer-us: co-scheduler cells only */
+	struct bench_nums wake_slices;    /* --wake-slice-us: co-scheduler cells only; 0 allowed */
 	struct bench_onoff guest_slices;  /* --guest-slice: co-scheduler cells only */
 	struct bench_loops loops;         /* --loop-cpu: co-scheduler cells only */
 	const char *out_dir;
@@ -179,6 +181,7 @@ struct bench_cell {
 	enum bench_mode mode;
 	uint32_t spin_threshold;
 	uint32_t slice_us, defer_us; /* host and native cells: the defaults (they take neither) */
+	uint32_t wake_slice_us; /* --wake-slice-us (0: as the slice); the default for host and native */
 	bool guest_slice_off; /* --guest-slice off; false (vmm run's default, on) for host and native */
 	struct bench_loop loop; /* --loop-cpu; auto (vmm run's default) for host and native */
 	unsigned vms, vcpus; /* vCPUs per VM; native: threads */
@@ -410,6 +413,14 @@ struct bench_machine {
 	char cpu[128], kernel[160], kvm[64];
 };
 void bench_machine_probe(struct bench_machine *mc);
+
+/* The policy as the tables show it, with its mode and every dimension not at
+ * vmm run's default: "none@dom/s3ms/d100us/gsoff/loopnone/w500us". */
+#define BENCH_LABEL_MAX 64
+const char *bench_cell_label(const struct bench_cell *c, char *buf, size_t len);
+/* The widest label among the cells show() keeps (all when NULL), at least min:
+ * the tables' policy column, so long labels keep the columns aligned. */
+int bench_label_width(const struct bench_matrix *m, bool (*show)(const struct bench_cell *c), int min);
 
 /* Table to out; CSV and JSON into o->out_dir. 0 or -errno. */
 void bench_report_table(FILE *out, const struct bench_opts *o, const struct bench_matrix *m,

@@ -28,30 +28,34 @@ struct preset {
 	unsigned pcpus; /* 0: every usable CPU; else at most that many */
 	const char *slices; /* NULL: vmm run's default slice */
 	const char *guest_slice; /* NULL: on only */
+	const char *wake_slices; /* NULL: vmm run's default --wake-slice-us */
 };
 
 /* The quick default, then the seeds' experiments. */
 static const struct preset presets[] = {
 	{ "quick", "3 locks x host/none/directed/pv x 1,2,4x (default, a few minutes)",
-	  "lockbench", "ticket,pvticket,tas", "host,none,directed,pv", "1,2,4", "1", "4096", 0, NULL, NULL },
+	  "lockbench", "ticket,pvticket,tas", "host,none,directed,pv", "1,2,4", "1", "4096", 0, NULL, NULL, NULL },
 	{ "ple", "pause-loop yield: none/random/directed at 1x and 2x (KVM's PLE handler)",
-	  "lockbench", "ticket,tas", "host,none,random,directed", "1,2", "1", "4096", 0, NULL, NULL },
+	  "lockbench", "ticket,tas", "host,none,random,directed", "1,2", "1", "4096", 0, NULL, NULL, NULL },
 	{ "threshold", "PV spin threshold 2k-32k with 1, 2 and 4 VMs",
-	  "lockbench", "pvticket", "host,pv", "1", "1,2,4", "2048,4096,8192,16384,32768", 0, NULL, NULL },
+	  "lockbench", "pvticket", "host,pv", "1", "1,2,4", "2048,4096,8192,16384,32768", 0, NULL, NULL, NULL },
 	/* The gang seed's table: K VMs of 4 vCPUs on 2 slots, as K processes
 	 * (domain), one process, and host-scheduled processes. */
 	{ "gang", "TLB shootdown: 1, 2, 4 VMs of 4 vCPUs on 2 slots; host, none, gang, pv",
-	  "shootdown", "ticket", "host,none,gang,pv", "2", "1,2,4", "4096", 2, NULL, NULL },
-	/* Issue 13: the default slice from a fit of loss = a + C/slice (BENCHMARKS.md). */
-	{ "slices", "slice sweep 3-24 ms: 3 locks x host/none/pv x 1,2,4x, for the slice fit",
+	  "shootdown", "ticket", "host,none,gang,pv", "2", "1,2,4", "4096", 2, NULL, NULL, NULL },
+	/* Issue 13: the default slice from a fit of loss = a + C/slice (BENCHMARKS.md).
+	 * Each sweep twice: with slices never cut (--wake-slice-us 0, the plain
+	 * a + C/slice) and cut to 1 ms while a woken vCPU queues (vmm run's
+	 * default), so the fit and the wake cut's worth come from one run. */
+	{ "slices", "slice sweep 3-24 ms x wake slice 0,1 ms: 3 locks x host/none/pv x 1,2,4x, for the slice fit",
 	  "lockbench", "ticket,pvticket,tas", "host,none,pv", "1,2,4", "1", "4096", 0,
-	  "3000,6000,12000,24000", NULL },
+	  "3000,6000,12000,24000", NULL, "0,1000" },
 	/* Issue 13's acceptance table in one run: every lock kind, the barrier
 	 * and shootdown workloads, the co-scheduler against the host at each
 	 * level, with the guest timing its slices and without. */
 	{ "hotpath", "issue 13: 5 locks + barrier + shootdown x host/none/pv x 1,2,4x, guest-timed slices on,off",
 	  "lockbench,barrier,shootdown", "ticket,pvticket,tas,mcs,pvmcs", "host,none,pv", "1,2,4", "1", "4096", 0,
-	  NULL, "on,off" },
+	  NULL, "on,off", NULL },
 };
 
 
@@ -99,8 +103,8 @@ static int names(const char *opt, const char *arg, const char *const *known, boo
 	return r;
 }
 
-/* Positive numbers; whole numbers only unless fractions is set. */
-static int numbers(const char *opt, const char *arg, double max, bool fractions,
+/* Positive numbers (or 0 too, with zero); whole numbers only unless fractions is set. */
+static int numbers(const char *opt, const char *arg, double max, bool fractions, bool zero,
 		   struct bench_nums *out, char *err, size_t errlen)
 {
 	struct bench_strs s;
@@ -117,10 +121,11 @@ static int numbers(const char *opt, const char *arg, double max, bool fractions,
 			v *= 1024;
 			end++;
 		}
-		if (end == s.v[i] || *end || errno || !(v > 0) || v > max ||
+		if (end == s.v[i] || *end || errno || !(v > 0 || (zero && v == 0)) || v > max ||
 		    (!fractions && v != floor(v)))
 			return parse_fail(err, errlen, "%s: '%s' is not a %s from %s to %.0f", opt, s.v[i],
-				    fractions ? "number" : "whole number", fractions ? "above 0" : "1", max);
+				    fractions ? "number" : "whole number", fractions ? "above 0" : zero ? "0" : "1",
+				    max);
 		out->v[i] = v;
 	}
 	return 0;
@@ -130,7 +135,7 @@ static int numbers(const char *opt, const char *arg, double max, bool fractions,
 static int numbers_from(const char *opt, const char *arg, double min, double max,
 			struct bench_nums *out, char *err, size_t errlen)
 {
-	int r = numbers(opt, arg, max, false, out, err, errlen);
+	int r = numbers(opt, arg, max, false, min == 0, out, err, errlen);
 	for (unsigned i = 0; !r && i < out->n; i++) {
 		if (out->v[i] < min)
 			return parse_fail(err, errlen, "%s: '%g' is not a whole number from %.0f to %.0f", opt,
@@ -218,15 +223,17 @@ static int apply_preset(const struct preset *p, struct bench_opts *o, char *err,
 	if (!r)
 		r = split("--policies", p->policies, &o->policies, err, errlen);
 	if (!r)
-		r = numbers("--overcommit", p->overcommit, MAX_OVERCOMMIT, true, &o->overcommit, err, errlen);
+		r = numbers("--overcommit", p->overcommit, MAX_OVERCOMMIT, true, false, &o->overcommit, err, errlen);
 	if (!r)
-		r = numbers("--vms", p->vms, MAX_VMS, false, &o->vms, err, errlen);
+		r = numbers("--vms", p->vms, MAX_VMS, false, false, &o->vms, err, errlen);
 	if (!r)
-		r = numbers("--spin-thresholds", p->thresholds, 1u << 30, false, &o->thresholds, err, errlen);
+		r = numbers("--spin-thresholds", p->thresholds, 1u << 30, false, false, &o->thresholds, err, errlen);
 	if (!r && p->slices)
 		r = numbers_from("--slice-us", p->slices, 50, 10000000, &o->slices, err, errlen);
 	if (!r && p->guest_slice)
 		r = on_off("--guest-slice", p->guest_slice, &o->guest_slices, err, errlen);
+	if (!r && p->wake_slices)
+		r = numbers_from("--wake-slice-us", p->wake_slices, 0, 10000000, &o->wake_slices, err, errlen);
 	if (p->pcpus && p->pcpus < o->pcpus)
 		o->pcpus = p->pcpus;
 	return r;
@@ -239,6 +246,7 @@ void bench_opts_defaults(struct bench_opts *o)
 	o->reps = BENCH_DEFAULT_REPS;
 	o->slices = (struct bench_nums){ 1, { BENCH_SLICE_US_DEFAULT } };
 	o->defers = (struct bench_nums){ 1, { BENCH_DEFER_US_DEFAULT } };
+	o->wake_slices = (struct bench_nums){ 1, { BENCH_WAKE_SLICE_US_DEFAULT } };
 	o->guest_slices = (struct bench_onoff){ 1, { false } };
 	o->loops = (struct bench_loops){ 1, { { BENCH_LOOP_AUTO, 0 } } };
 	o->duration_ms = 1000;
@@ -283,6 +291,8 @@ void bench_print_usage(FILE *out)
 		"  --slice-us LIST         co-scheduler time slices in us, e.g. 3000,6000,12000 (default\n"
 		"                          6000, vmm run's; not for --sched host)\n"
 		"  --defer-us LIST         bounds on a safe-point deferral in us (default 200, vmm run's)\n"
+		"  --wake-slice-us LIST    slice length in us while a woken vCPU queues, 0 = as --slice-us,\n"
+		"                          e.g. 0,500,1000 (default 1000, vmm run's)\n"
 		"  --guest-slice LIST      on, off or on,off: the guest times its own slices, or the VMM\n"
 		"                          does and requests each switch (default on, vmm run's)\n"
 		"  --loop-cpu LIST         where vmm run puts its event loop: auto, none or a CPU number,\n"
@@ -318,7 +328,7 @@ enum {
 	OPT_POLICIES, OPT_OVERCOMMIT, OPT_VMS, OPT_THRESHOLDS, OPT_CS, OPT_WORK, OPT_OUT,
 	OPT_NO_PLOT, OPT_NO_NATIVE, OPT_NO_MICRO, OPT_TEST_FAIL, OPT_VM_MODE, OPT_START_MARGIN,
 	OPT_LIST_CELLS, OPT_SHARD, OPT_CELLS, OPT_TEST_SYNTH, OPT_SLICES, OPT_DEFERS,
-	OPT_GUEST_SLICE, OPT_LOOP_CPU,
+	OPT_GUEST_SLICE, OPT_LOOP_CPU, OPT_WAKE_SLICES,
 };
 
 static const struct option bench_long[] = {
@@ -334,6 +344,7 @@ static const struct option bench_long[] = {
 	{ "spin-thresholds", required_argument, 0, OPT_THRESHOLDS },
 	{ "slice-us", required_argument, 0, OPT_SLICES },
 	{ "defer-us", required_argument, 0, OPT_DEFERS },
+	{ "wake-slice-us", required_argument, 0, OPT_WAKE_SLICES },
 	{ "guest-slice", required_argument, 0, OPT_GUEST_SLICE },
 	{ "loop-cpu", required_argument, 0, OPT_LOOP_CPU },
 	{ "cs-cycles", required_argument, 0, OPT_CS },
@@ -448,19 +459,22 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 			r = names("--policies", optarg, sched_policy_names(), true, &o->policies, err, errlen);
 			break;
 		case OPT_OVERCOMMIT:
-			r = numbers("--overcommit", optarg, MAX_OVERCOMMIT, true, &o->overcommit, err, errlen);
+			r = numbers("--overcommit", optarg, MAX_OVERCOMMIT, true, false, &o->overcommit, err, errlen);
 			break;
 		case OPT_VMS:
-			r = numbers("--vms", optarg, MAX_VMS, false, &o->vms, err, errlen);
+			r = numbers("--vms", optarg, MAX_VMS, false, false, &o->vms, err, errlen);
 			break;
 		case OPT_THRESHOLDS:
-			r = numbers("--spin-thresholds", optarg, 1u << 30, false, &o->thresholds, err, errlen);
+			r = numbers("--spin-thresholds", optarg, 1u << 30, false, false, &o->thresholds, err, errlen);
 			break;
 		case OPT_SLICES:
 			r = numbers_from("--slice-us", optarg, 50, 10000000, &o->slices, err, errlen);
 			break;
 		case OPT_DEFERS:
 			r = numbers_from("--defer-us", optarg, 1, 1000000, &o->defers, err, errlen);
+			break;
+		case OPT_WAKE_SLICES:
+			r = numbers_from("--wake-slice-us", optarg, 0, 10000000, &o->wake_slices, err, errlen);
 			break;
 		case OPT_GUEST_SLICE:
 			r = on_off("--guest-slice", optarg, &o->guest_slices, err, errlen);

@@ -242,6 +242,10 @@ unsigned bench_run_args(const struct bench_opts *o, const struct bench_cell *c, 
 		args[n++] = "--loop-cpu";
 		args[n++] = c->loop.kind == BENCH_LOOP_NONE ? "none" : NUM("%u", c->loop.cpu);
 	}
+	if (!host && c->wake_slice_us != BENCH_WAKE_SLICE_US_DEFAULT) {
+		args[n++] = "--wake-slice-us";
+		args[n++] = NUM("%u", c->wake_slice_us);
+	}
 	/* The PV shootdown is a policy of its own in the gang experiment. */
 	args[n++] = "--pv-shootdown";
 	args[n++] = !strcmp(c->policy, "pv") ? "on" : "off";

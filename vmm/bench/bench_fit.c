@@ -85,7 +85,8 @@ static bool same_but_slice(const struct bench_cell *a, const struct bench_cell *
 	return !strcmp(a->workload, b->workload) && !strcmp(a->lock, b->lock) &&
 	       !strcmp(a->policy, b->policy) && a->spin_threshold == b->spin_threshold &&
 	       a->defer_us == b->defer_us && a->guest_slice_off == b->guest_slice_off &&
-	       bench_loop_same(&a->loop, &b->loop) && a->vms == b->vms && a->vcpus == b->vcpus &&
+	       bench_loop_same(&a->loop, &b->loop) && a->wake_slice_us == b->wake_slice_us &&
+	       a->vms == b->vms && a->vcpus == b->vcpus &&
 	       a->pcpus == b->pcpus && a->mode == b->mode;
 }
 

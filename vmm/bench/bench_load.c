@@ -293,19 +293,32 @@ int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char
 		argv[argc++] = whole[i][1];
 		argv[argc++] = nums[i];
 	}
-	/* Absent from files of before these were dimensions: vmm run's defaults
-	 * (guest_slice: on, loop_cpu: auto, which is what those runs had). */
-	static const char *const dims[][2] = { { "slice_us", "--slice-us" }, { "defer_us", "--defer-us" },
-					       { "guest_slice", "--guest-slice" }, { "loop_cpu", "--loop-cpu" } };
+	/* Absent from files of before these were dimensions: vmm run's default,
+	 * which is what those runs had, given explicitly so that a preset that
+	 * sweeps the dimension now (slices: --wake-slice-us 0,1000) does not
+	 * widen an old file's matrix. */
+#define STR_(v) #v
+#define STR(v) STR_(v)
+	static const struct {
+		const char *key, *opt, *old;
+		bool strings;
+	} dims[] = { { "slice_us", "--slice-us", STR(BENCH_SLICE_US_DEFAULT), false },
+		     { "defer_us", "--defer-us", STR(BENCH_DEFER_US_DEFAULT), false },
+		     { "guest_slice", "--guest-slice", "on", true },
+		     { "loop_cpu", "--loop-cpu", "auto", true },
+		     { "wake_slice_us", "--wake-slice-us", STR(BENCH_WAKE_SLICE_US_DEFAULT), false } };
+#undef STR
+#undef STR_
 	enum { ND = sizeof(dims) / sizeof(dims[0]) };
 	char dvals[ND][1024];
 	for (unsigned i = 0; i < ND; i++) {
-		if (!json_object_get(cfg, dims[i][0]))
+		argv[argc++] = dims[i].opt;
+		argv[argc++] = dims[i].old;
+		if (!json_object_get(cfg, dims[i].key))
 			continue;
-		if ((r = join(&x, cfg, dims[i][0], i >= 2, dvals[i], sizeof(dvals[i]))))
+		if ((r = join(&x, cfg, dims[i].key, dims[i].strings, dvals[i], sizeof(dvals[i]))))
 			return r;
-		argv[argc++] = dims[i][1];
-		argv[argc++] = dvals[i];
+		argv[argc - 1] = dvals[i];
 	}
 	if ((r = get_bool(&x, cfg, "native", "config.native", &b)))
 		return r;

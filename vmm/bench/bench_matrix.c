@@ -30,7 +30,8 @@ static int find(const struct bench_matrix *m, const struct bench_cell *p)
 		    !strcmp(c->policy, p->policy) && c->spin_threshold == p->spin_threshold &&
 		    c->slice_us == p->slice_us && c->defer_us == p->defer_us &&
 		    c->guest_slice_off == p->guest_slice_off && bench_loop_same(&c->loop, &p->loop) &&
-		    c->vms == p->vms && c->vcpus == p->vcpus && c->mode == p->mode)
+		    c->wake_slice_us == p->wake_slice_us && c->vms == p->vms && c->vcpus == p->vcpus &&
+		    c->mode == p->mode)
 			return (int)i;
 	}
 	return -1;
@@ -128,6 +129,7 @@ static int link_multi_vm(struct bench_matrix *m)
 		p.defer_us = BENCH_DEFER_US_DEFAULT;
 		p.guest_slice_off = false;
 		p.loop = (struct bench_loop){ BENCH_LOOP_AUTO, 0 };
+		p.wake_slice_us = BENCH_WAKE_SLICE_US_DEFAULT;
 		c->host_procs_ref = find(m, &p);
 	}
 	return 0;
@@ -145,21 +147,26 @@ static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char
 			unsigned nthr = lock_waits(lock) || strcmp(wl, "lockbench") ? o->thresholds.n : 1;
 			for (unsigned t = 0; t < nthr; t++)
 				for (unsigned p = 0; p < np; p++) {
-					/* --sched host has neither a slice, a deferral bound nor guest-timed
-					 * slices, and its loop runs with the vCPU threads under auto and none */
+					/* --sched host has neither a slice, a deferral bound, guest-timed
+					 * nor wake-cut slices, and its loop runs with the vCPU threads
+					 * under auto and none */
 					bool host = !strcmp(pol[p], BENCH_POLICY_HOST);
 					unsigned ng = o->guest_slices.n, nd = o->defers.n, nl = o->loops.n;
-					for (unsigned sd = 0; sd < (host ? 1 : o->slices.n * nd * ng * nl); sd++) {
+					unsigned nw = o->wake_slices.n;
+					for (unsigned sd = 0; sd < (host ? 1 : o->slices.n * nd * ng * nl * nw); sd++) {
 					struct bench_cell proto = {
 						.kind = BENCH_VM, .workload = wl, .lock = lock,
 						.policy = pol[p],
 						.spin_threshold = (uint32_t)o->thresholds.v[t],
 						.slice_us = host ? BENCH_SLICE_US_DEFAULT
-								 : (uint32_t)o->slices.v[sd / (nd * ng * nl)],
+								 : (uint32_t)o->slices.v[sd / (nd * ng * nl * nw)],
 						.defer_us = host ? BENCH_DEFER_US_DEFAULT
-								 : (uint32_t)o->defers.v[sd / (ng * nl) % nd],
-						.guest_slice_off = !host && o->guest_slices.off[sd / nl % ng],
-						.loop = host ? (struct bench_loop){ BENCH_LOOP_AUTO, 0 } : o->loops.v[sd % nl],
+								 : (uint32_t)o->defers.v[sd / (ng * nl * nw) % nd],
+						.guest_slice_off = !host && o->guest_slices.off[sd / (nl * nw) % ng],
+						.loop = host ? (struct bench_loop){ BENCH_LOOP_AUTO, 0 }
+							     : o->loops.v[sd / nw % nl],
+						.wake_slice_us = host ? BENCH_WAKE_SLICE_US_DEFAULT
+								      : (uint32_t)o->wake_slices.v[sd % nw],
 						.vms = 1, .vcpus = o->pcpus, .pcpus = o->pcpus,
 					};
 					int ref = add(m, &proto, true);
@@ -199,6 +206,7 @@ static int add_native_cells(const struct bench_opts *o, struct bench_matrix *m)
 			.kind = BENCH_NATIVE, .workload = "lockbench", .lock = c->lock,
 			.policy = BENCH_POLICY_NATIVE, .spin_threshold = (uint32_t)o->thresholds.v[0],
 			.slice_us = BENCH_SLICE_US_DEFAULT, .defer_us = BENCH_DEFER_US_DEFAULT,
+			.wake_slice_us = BENCH_WAKE_SLICE_US_DEFAULT,
 			.vms = 1, .vcpus = c->vms * c->vcpus, .pcpus = c->pcpus,
 		};
 		proto.vcpus = o->pcpus;
@@ -226,7 +234,8 @@ static bool one_x(const struct bench_cell *c)
 /*
  * The pooled 1x denominator. At 1x every policy runs the same (there is
  * never a second vCPU to give a slot to), and so does every slice length,
- * deferral bound and guest-slice setting (nobody queues, so nobody yields),
+ * deferral bound, guest-slice setting and wake slice (nobody queues, so
+ * nobody yields and no woken vCPU waits for a slice to be cut),
  * so the efficiency of any VM cell divides by the median of all those 1x
  * runs of its workload, lock and threshold: 5 reps of each policy pool to
  * many runs, and no policy looks better for a lucky 1x. A native cell

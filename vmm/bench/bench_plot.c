@@ -73,7 +73,8 @@ static bool block(FILE *dat, const struct bench_matrix *m, const struct panel *p
 		if (c->kind != s->kind || strcmp(c->workload, p->workload) || strcmp(c->lock, p->lock) ||
 		    strcmp(c->policy, s->policy) || c->failed || c->mode != BENCH_MODE_PROCESS ||
 		    c->slice_us != s->slice_us || c->defer_us != s->defer_us ||
-		    c->guest_slice_off != s->guest_slice_off || !bench_loop_same(&c->loop, &s->loop))
+		    c->guest_slice_off != s->guest_slice_off || !bench_loop_same(&c->loop, &s->loop) ||
+		    c->wake_slice_us != s->wake_slice_us)
 			continue;
 		if (by_thr ? c->vms != s->vms || c->vcpus != s->vcpus : c->spin_threshold != s->spin_threshold)
 			continue;
@@ -110,14 +111,15 @@ static bool first_of_series(const struct bench_matrix *m, unsigned i, bool per_s
 		if (d->mode == BENCH_MODE_PROCESS && d->kind == c->kind && !strcmp(d->workload, c->workload) && !strcmp(d->lock, c->lock) &&
 		    !strcmp(d->policy, c->policy) && d->slice_us == c->slice_us && d->defer_us == c->defer_us &&
 		    d->guest_slice_off == c->guest_slice_off && bench_loop_same(&d->loop, &c->loop) &&
+		    d->wake_slice_us == c->wake_slice_us &&
 		    (!per_size || (d->vms == c->vms && d->vcpus == c->vcpus)))
 			return false;
 	}
 	return true;
 }
 
-/* The policy, and its slice, deferral bound, guest-slice setting and loop
- * placement where not vmm run's defaults. */
+/* The policy, and its slice, deferral bound, guest-slice setting, loop
+ * placement and wake slice where not vmm run's defaults. */
 static void series_name(const struct bench_cell *c, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "%s", c->policy);
@@ -129,7 +131,9 @@ static void series_name(const struct bench_cell *c, char *buf, size_t len)
 		n += snprintf(buf + n, len - (size_t)n, " guest-slice off");
 	char l[16];
 	if (n > 0 && (size_t)n < len && c->loop.kind != BENCH_LOOP_AUTO)
-		snprintf(buf + n, len - (size_t)n, " loop %s", bench_loop_name(&c->loop, l, sizeof(l)));
+		n += snprintf(buf + n, len - (size_t)n, " loop %s", bench_loop_name(&c->loop, l, sizeof(l)));
+	if (n > 0 && (size_t)n < len && c->wake_slice_us != BENCH_WAKE_SLICE_US_DEFAULT)
+		snprintf(buf + n, len - (size_t)n, " wake %u us", c->wake_slice_us);
 }
 
 /*

@@ -57,16 +57,16 @@ static bool same_group(const struct bench_cell *a, const struct bench_cell *b)
 	       !strcmp(a->policy, b->policy) && a->spin_threshold == b->spin_threshold &&
 	       a->slice_us == b->slice_us && a->defer_us == b->defer_us &&
 	       a->guest_slice_off == b->guest_slice_off && bench_loop_same(&a->loop, &b->loop) &&
-	       a->mode == b->mode;
+	       a->wake_slice_us == b->wake_slice_us && a->mode == b->mode;
 }
 
-/* The policy as the tables show it: K processes are marked, one process is not. */
-static const char *policy_label(const struct bench_cell *c, char *buf, size_t len)
+/* K processes are marked, one process is not. */
+const char *bench_cell_label(const struct bench_cell *c, char *buf, size_t len)
 {
 	static const char *const suffix[BENCH_MODES] = { "", "@dom", "@procs" };
 	int n = snprintf(buf, len, "%s%s", c->policy, suffix[c->mode]);
-	/* A slice, deferral bound, guest-slice setting or loop placement other
-	 * than vmm run's: "none/s3ms/d100us/gsoff/loopnone". */
+	/* A slice, deferral bound, guest-slice setting, loop placement or wake
+	 * slice other than vmm run's: "none/s3ms/d100us/gsoff/loopnone/w500us". */
 	if (n > 0 && (size_t)n < len && c->slice_us != BENCH_SLICE_US_DEFAULT)
 		n += snprintf(buf + n, len - (size_t)n, "/s%gms", c->slice_us / 1000.0);
 	if (n > 0 && (size_t)n < len && c->defer_us != BENCH_DEFER_US_DEFAULT)
@@ -75,9 +75,28 @@ static const char *policy_label(const struct bench_cell *c, char *buf, size_t le
 		n += snprintf(buf + n, len - (size_t)n, "/gsoff");
 	char l[16];
 	if (n > 0 && (size_t)n < len && c->loop.kind != BENCH_LOOP_AUTO)
-		snprintf(buf + n, len - (size_t)n, "/loop%s", bench_loop_name(&c->loop, l, sizeof(l)));
+		n += snprintf(buf + n, len - (size_t)n, "/loop%s", bench_loop_name(&c->loop, l, sizeof(l)));
+	if (n > 0 && (size_t)n < len && c->wake_slice_us != BENCH_WAKE_SLICE_US_DEFAULT)
+		snprintf(buf + n, len - (size_t)n, "/w%uus", c->wake_slice_us);
 	return buf;
 }
+
+int bench_label_width(const struct bench_matrix *m, bool (*show)(const struct bench_cell *c), int min)
+{
+	char pl[BENCH_LABEL_MAX];
+	int w = min;
+	for (unsigned i = 0; i < m->n; i++) {
+		if (show && !show(&m->cells[i]))
+			continue;
+		int n = (int)strlen(bench_cell_label(&m->cells[i], pl, sizeof(pl)));
+		if (n > w)
+			w = n;
+	}
+	return w;
+}
+
+/* The policy column's width in the main tables: 12 unless a label is longer. */
+#define LABEL_MIN 12
 
 /* Pivot columns: every (VMs, overcommit) the VM cells use, by overcommit. */
 struct col {
@@ -134,8 +153,9 @@ static const struct bench_cell *cell_at(const struct bench_matrix *m, const stru
 static void pivot(FILE *out, const struct bench_matrix *m, const struct col *cols, unsigned ncols,
 		  bool of_native)
 {
-	char b[32], h[32], pl[40];
-	fprintf(out, "%-10s %-9s %6s %-12s %9s", "workload", "lock", "thr", "policy", "pooled 1x");
+	char b[32], h[32], pl[BENCH_LABEL_MAX];
+	int lw = bench_label_width(m, NULL, LABEL_MIN);
+	fprintf(out, "%-10s %-9s %6s %-*s %9s", "workload", "lock", "thr", lw, "policy", "pooled 1x");
 	for (unsigned k = 0; k < ncols; k++)
 		fprintf(out, " %9s", col_name(&cols[k], h, sizeof(h)));
 	fputc('\n', out);
@@ -148,8 +168,8 @@ static void pivot(FILE *out, const struct bench_matrix *m, const struct col *col
 			continue;
 		char thr[16];
 		snprintf(thr, sizeof(thr), strncmp(g->lock, "pv", 2) ? "-" : "%u", g->spin_threshold);
-		fprintf(out, "%-10s %-9s %6s %-12s %9s", g->workload, g->lock, thr, policy_label(g, pl, sizeof(pl)),
-			fmt_ops(g->pooled_1x, b, sizeof(b)));
+		fprintf(out, "%-10s %-9s %6s %-*s %9s", g->workload, g->lock, thr, lw,
+			bench_cell_label(g, pl, sizeof(pl)), fmt_ops(g->pooled_1x, b, sizeof(b)));
 		for (unsigned k = 0; k < ncols; k++) {
 			const struct bench_cell *c = cell_at(m, g, &cols[k]);
 			const char *s = "";
@@ -165,9 +185,10 @@ static void pivot(FILE *out, const struct bench_matrix *m, const struct col *col
 
 static void cells_table(FILE *out, const struct bench_matrix *m)
 {
-	char med[32], mn[32], mx[32], eff[32], nat[32], st[128], thr[16], pl[40], elo[32], ehi[32];
-	fprintf(out, "%-4s %-10s %-9s %6s %-12s %3s %5s %6s %10s %21s %7s %7s %13s %7s  %s\n", "cell",
-		"workload", "lock", "thr", "policy", "VMs", "vCPUs", "x", "median/s", "min..max",
+	char med[32], mn[32], mx[32], eff[32], nat[32], st[128], thr[16], pl[BENCH_LABEL_MAX], elo[32], ehi[32];
+	int lw = bench_label_width(m, NULL, LABEL_MIN);
+	fprintf(out, "%-4s %-10s %-9s %6s %-*s %3s %5s %6s %10s %21s %7s %7s %13s %7s  %s\n", "cell",
+		"workload", "lock", "thr", lw, "policy", "VMs", "vCPUs", "x", "median/s", "min..max",
 		"spread", "eff", "eff 95% CI", "native", "status");
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
@@ -181,8 +202,9 @@ static void cells_table(FILE *out, const struct bench_matrix *m)
 		if (isfinite(c->eff_lo))
 			snprintf(ci, sizeof(ci), "%s..%s", fmt_ratio(c->eff_lo, elo, sizeof(elo)),
 				 fmt_ratio(c->eff_hi, ehi, sizeof(ehi)));
-		fprintf(out, "%-4u %-10s %-9s %6s %-12s %3u %5u %5gx %10s %21s %7s %7s %13s %7s  %s\n", c->id,
-			c->workload, c->lock, thr, policy_label(c, pl, sizeof(pl)), c->vms, c->vcpus, c->overcommit,
+		fprintf(out, "%-4u %-10s %-9s %6s %-*s %3u %5u %5gx %10s %21s %7s %7s %13s %7s  %s\n", c->id,
+			c->workload, c->lock, thr, lw, bench_cell_label(c, pl, sizeof(pl)), c->vms, c->vcpus,
+			c->overcommit,
 			fmt_ops(c->median, med, sizeof(med)), range, spread,
 			fmt_ratio(c->eff, eff, sizeof(eff)), ci, fmt_ratio(c->of_native, nat, sizeof(nat)),
 			status_of(c, st, sizeof(st)));
@@ -207,27 +229,33 @@ static const char *per_vm_list(const struct bench_cell *c, char *buf, size_t len
  * VMs together use the slots better than one does), how evenly the VMs
  * shared them, and K processes against one process and against the host.
  */
+static bool multi_vm(const struct bench_cell *c)
+{
+	return c->kind == BENCH_VM && c->vms > 1;
+}
+
 static void multi_vm_table(FILE *out, const struct bench_matrix *m)
 {
-	char sum[32], jain[32], mm[32], v1[32], vp[32], vh[32], pl[40], per[160], late[32], sp[32];
+	char sum[32], jain[32], mm[32], v1[32], vp[32], vh[32], pl[BENCH_LABEL_MAX], per[160], late[32], sp[32];
 	bool any = false;
 	for (unsigned i = 0; i < m->n; i++)
-		any |= m->cells[i].kind == BENCH_VM && m->cells[i].vms > 1;
+		any |= multi_vm(&m->cells[i]);
 	if (!any)
 		return;
+	int lw = bench_label_width(m, multi_vm, LABEL_MIN);
 	fprintf(out, "\nmulti-VM cells: sum = median over reps of the VMs' summed ops/s (one window, "
 		"--start-at for K processes); per-VM = each VM's own median\n");
-	fprintf(out, "%-4s %-10s %-9s %-12s %3s %5s %9s %6s %7s %7s %8s %8s %7s %7s  %s\n", "cell",
-		"workload", "lock", "policy", "VMs", "vCPUs", "sum/s", "jain", "max/min", "vs 1VM",
+	fprintf(out, "%-4s %-10s %-9s %-*s %3s %5s %9s %6s %7s %7s %8s %8s %7s %7s  %s\n", "cell",
+		"workload", "lock", lw, "policy", "VMs", "vCPUs", "sum/s", "jain", "max/min", "vs 1VM",
 		"vs proc", "vs host", "late", "spread", "per-VM ops/s");
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
-		if (c->kind != BENCH_VM || c->vms < 2)
+		if (!multi_vm(c))
 			continue;
 		snprintf(late, sizeof(late), isfinite(c->max_late_ms) ? "%.1fms" : "-", c->max_late_ms);
 		snprintf(sp, sizeof(sp), isfinite(c->start_spread_ms) ? "%.1fms" : "-", c->start_spread_ms);
-		fprintf(out, "%-4u %-10s %-9s %-12s %3u %5u %9s %6s %7s %7s %8s %8s %7s %7s  %s\n", c->id,
-			c->workload, c->lock, policy_label(c, pl, sizeof(pl)), c->vms, c->vcpus,
+		fprintf(out, "%-4u %-10s %-9s %-*s %3u %5u %9s %6s %7s %7s %8s %8s %7s %7s  %s\n", c->id,
+			c->workload, c->lock, lw, bench_cell_label(c, pl, sizeof(pl)), c->vms, c->vcpus,
 			c->failed ? "FAILED" : fmt_ops(c->median, sum, sizeof(sum)),
 			fmt_ratio(c->jain, jain, sizeof(jain)), fmt_ratio(c->max_over_min, mm, sizeof(mm)),
 			fmt_ratio(c->vs_one_vm, v1, sizeof(v1)), fmt_ratio(c->vs_process, vp, sizeof(vp)),
@@ -354,7 +382,7 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 	for (int k = 0; k < BENCH_RATES; k++)
 		fprintf(f, ",%s", bench_rate_names[k]);
 	/* New columns go at the end: loop_cpu as asked, loop_cpu_ran as the runs' loops ran (bench.h) */
-	fputs(",guest_slice,loop_cpu,loop_cpu_ran\n", f);
+	fputs(",guest_slice,loop_cpu,loop_cpu_ran,wake_slice_us\n", f);
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
 		fprintf(f, "%u,%s,%s,%s,%s,%u,%u,%u,%u,%u,%g,%d,%u,%u", c->id,
@@ -396,7 +424,7 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 			bench_csv_num(f, c->rate[k]);
 		fprintf(f, ",%s,%s", c->guest_slice_off ? "off" : "on", bench_loop_name(&c->loop, b, sizeof(b)));
 		bench_csv_num(f, c->sched_median[BENCH_SCHED_LOOP_CPU]);
-		fputc('\n', f);
+		fprintf(f, ",%u\n", c->wake_slice_us);
 	}
 	int r = fclose(f) ? -errno : 0;
 	if (r || !(f = open_in(dir, "runs.csv", path, sizeof(path))))

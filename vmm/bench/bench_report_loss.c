@@ -36,9 +36,9 @@ static void fit_table(FILE *out, const struct bench_matrix *m, const struct benc
 	char b[8][32], sl[96];
 	fprintf(out, "\nslice fit: loss = 1 - eff = a + C/slice, least squares over each slice sweep "
 		"(co-scheduler cells above 1x; C = slot time per switch-equivalent)\n");
-	fprintf(out, "%-10s %-9s %6s %-8s %-7s %3s %5s %6s %-3s %-4s %-22s %7s %8s %6s %9s %9s %10s\n",
-		"workload", "lock", "thr", "policy", "mode", "VMs", "x", "defer", "gs", "loop", "slices (ms)", "a",
-		"C (us)", "R^2", "1% slice", "of sweep", "wait bound");
+	fprintf(out, "%-10s %-9s %6s %-8s %-7s %3s %5s %6s %-3s %-4s %6s %-22s %7s %8s %6s %9s %9s %10s\n",
+		"workload", "lock", "thr", "policy", "mode", "VMs", "x", "defer", "gs", "loop", "wake",
+		"slices (ms)", "a", "C (us)", "R^2", "1% slice", "of sweep", "wait bound");
 	for (int i = 0; i < n; i++) {
 		const struct bench_cell *c = &m->cells[f[i].first];
 		size_t o = 0;
@@ -51,10 +51,11 @@ static void fit_table(FILE *out, const struct bench_matrix *m, const struct benc
 			snprintf(slice, sizeof(slice), "any");
 		else
 			fmt(f[i].slice_1pct_us / 1000, "%.2fms", slice, sizeof(slice));
-		fprintf(out, "%-10s %-9s %6s %-8s %-7s %3u %4gx %4uus %-3s %-4s %-22s %7s %8s %6s %9s %9s %10s\n",
+		fprintf(out, "%-10s %-9s %6s %-8s %-7s %3u %4gx %4uus %-3s %-4s %4uus %-22s %7s %8s %6s %9s %9s %10s\n",
 			c->workload, c->lock, thr_of(c, b[0], sizeof(b[0])), c->policy,
 			bench_mode_names[c->mode], c->vms, c->overcommit, c->defer_us,
-			c->guest_slice_off ? "off" : "on", bench_loop_name(&c->loop, b[6], sizeof(b[6])), sl,
+			c->guest_slice_off ? "off" : "on", bench_loop_name(&c->loop, b[6], sizeof(b[6])),
+			c->wake_slice_us, sl,
 			fmt(f[i].fit.a, "%.4f", b[1], 32), fmt(f[i].fit.c_us, "%.1f", b[2], 32),
 			fmt(f[i].fit.r2, "%.3f", b[3], 32), slice,
 			fmt(f[i].swept_1pct_us / 1000, "%gms", b[4], 32),
@@ -62,40 +63,26 @@ static void fit_table(FILE *out, const struct bench_matrix *m, const struct benc
 	}
 	fprintf(out, "1%% slice = C / 0.01, the shortest slice whose switch term is at most 1 %%; of "
 		"sweep = the shortest swept slice at or above it; wait bound = (vCPUs per slot - 1) x "
-		"1%% slice, the longest a queued vCPU waits for its slot; gs = --guest-slice; loop = --loop-cpu\n");
+		"1%% slice, the longest a queued vCPU waits for its slot; gs = --guest-slice; loop = --loop-cpu; "
+		"wake = --wake-slice-us (0: slices never cut)\n");
 }
 
 static void loss_table(FILE *out, const struct bench_matrix *m)
 {
-	char b[15][32];
+	char b[15][32], pol[BENCH_LABEL_MAX];
+	int lw = bench_label_width(m, bench_loss_applies, 20);
 	fprintf(out, "\nwhere a lost point goes (cells above 1x; run share = guest running time / "
 		"(slots x window), against the pooled 1x's)\n");
-	fprintf(out, "%-4s %-10s %-9s %-20s %5s %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %5s %7s\n",
-		"cell", "workload", "lock", "policy", "x", "eff", "share", "1x", "ratio", "ops/rs",
+	fprintf(out, "%-4s %-10s %-9s %-*s %5s %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %5s %7s\n",
+		"cell", "workload", "lock", lw, "policy", "x", "eff", "share", "1x", "ratio", "ops/rs",
 		"pts:slot", "pts:ops", "switch/s", "us/sw", "loop/s", "defer/s", "gsyield/s", "hard", "kept");
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
 		struct bench_loss l;
 		if (bench_loss_cell(m, c, &l))
 			continue;
-		char pol[48];
-		snprintf(pol, sizeof(pol), "%s%s", c->policy, c->mode == BENCH_MODE_PROCESS ? "" :
-			 c->mode == BENCH_MODE_DOMAIN ? "@dom" : "@procs");
-		if (c->slice_us != BENCH_SLICE_US_DEFAULT) {
-			size_t o = strlen(pol);
-			snprintf(pol + o, sizeof(pol) - o, "/s%gms", c->slice_us / 1000.0);
-		}
-		if (c->guest_slice_off) {
-			size_t o = strlen(pol);
-			snprintf(pol + o, sizeof(pol) - o, "/gsoff");
-		}
-		if (c->loop.kind != BENCH_LOOP_AUTO) {
-			size_t o = strlen(pol);
-			char l[16];
-			snprintf(pol + o, sizeof(pol) - o, "/loop%s", bench_loop_name(&c->loop, l, sizeof(l)));
-		}
-		fprintf(out, "%-4u %-10s %-9s %-20s %4gx %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %5s %7s\n",
-			c->id, c->workload, c->lock, pol, c->overcommit, fmt(l.eff, "%.3f", b[0], 32),
+		fprintf(out, "%-4u %-10s %-9s %-*s %4gx %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %5s %7s\n",
+			c->id, c->workload, c->lock, lw, bench_cell_label(c, pol, sizeof(pol)), c->overcommit, fmt(l.eff, "%.3f", b[0], 32),
 			fmt(l.share, "%.3f", b[1], 32), fmt(l.share_1x, "%.3f", b[2], 32),
 			fmt(l.share_ratio, "%.3f", b[3], 32), fmt(l.ops_ratio, "%.3f", b[4], 32),
 			fmt(l.pts_slot * 100, "%.1f", b[5], 32), fmt(l.pts_ops * 100, "%.1f", b[6], 32),
@@ -141,7 +128,7 @@ int bench_derived_csv(const char *dir, const struct bench_matrix *m)
 	}
 	fprintf(o, "first_id,workload,lock,policy,spin_threshold,mode,vms,vcpus_per_vm,overcommit,"
 		   "defer_us,guest_slice,ids,slices_us,a,c_us,r2,slice_1pct_us,swept_1pct_us,wait_bound_us,"
-		   "loop_cpu\n");
+		   "loop_cpu,wake_slice_us\n");
 	for (int i = 0; i < n; i++) {
 		const struct bench_cell *c = &m->cells[f[i].first];
 		fprintf(o, "%d,%s,%s,%s,%u,%s,%u,%u,%g,%u,%s,", f[i].first, c->workload, c->lock, c->policy,
@@ -159,7 +146,7 @@ int bench_derived_csv(const char *dir, const struct bench_matrix *m)
 		bench_csv_num(o, f[i].swept_1pct_us);
 		bench_csv_num(o, f[i].wait_bound_us);
 		char l[16];
-		fprintf(o, ",%s\n", bench_loop_name(&c->loop, l, sizeof(l)));
+		fprintf(o, ",%s,%u\n", bench_loop_name(&c->loop, l, sizeof(l)), c->wake_slice_us);
 	}
 	free(f);
 	if (fclose(o))

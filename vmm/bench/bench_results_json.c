@@ -144,6 +144,7 @@ static json_t *cell_json(const struct bench_cell *c)
 	put(o, "guest_slice", json_string(c->guest_slice_off ? "off" : "on"));
 	char l[16];
 	put(o, "loop_cpu", json_string(bench_loop_name(&c->loop, l, sizeof(l))));
+	put(o, "wake_slice_us", uint_(c->wake_slice_us));
 	put(o, "vms", uint_(c->vms));
 	put(o, "vcpus_per_vm", uint_(c->vcpus));
 	put(o, "vcpus_total", uint_(c->vms * c->vcpus));
@@ -214,6 +215,7 @@ static json_t *config_json(const struct bench_opts *o, unsigned learned)
 		json_array_append_new(lc, json_string(bench_loop_name(&o->loops.v[k], l, sizeof(l))));
 	}
 	put(j, "loop_cpu", lc);
+	put(j, "wake_slice_us", list_n(&o->wake_slices));
 	put(j, "native", json_boolean(o->native));
 	put(j, "micro", json_boolean(o->micro));
 	json_t *modes = json_array();

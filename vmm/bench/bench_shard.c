@@ -155,7 +155,9 @@ void bench_cell_key(const struct bench_cell *c, char *buf, size_t len)
 		n += snprintf(buf + n, len - (size_t)n, ":gsoff");
 	char l[16];
 	if (n > 0 && (size_t)n < len && c->loop.kind != BENCH_LOOP_AUTO)
-		snprintf(buf + n, len - (size_t)n, ":loop%s", bench_loop_name(&c->loop, l, sizeof(l)));
+		n += snprintf(buf + n, len - (size_t)n, ":loop%s", bench_loop_name(&c->loop, l, sizeof(l)));
+	if (n > 0 && (size_t)n < len && c->wake_slice_us != BENCH_WAKE_SLICE_US_DEFAULT)
+		snprintf(buf + n, len - (size_t)n, ":w%u", c->wake_slice_us);
 }
 
 uint64_t bench_fnv1a(const void *p, size_t n, uint64_t h)

@@ -44,8 +44,9 @@ int bench_shard_parse(const char *arg, unsigned *index, unsigned *count);
 /* "0,3-5,micro" against ncells cells: sel[ncells] per cell, *micro. 0 or -EINVAL with err. */
 int bench_cells_parse(const char *list, unsigned ncells, bool *sel, bool *micro, char *err,
 		      size_t errlen);
-/* kind:workload:lock:policy:mode:VMSxVCPUS:pPCPUS:tTHRESHOLD[:sSLICE_US][:dDEFER_US],
- * the last two only when not vmm run's defaults */
+/* kind:workload:lock:policy:mode:VMSxVCPUS:pPCPUS:tTHRESHOLD[:sSLICE_US][:dDEFER_US]
+ * [:gsoff][:loopNONE_OR_CPU][:wWAKE_SLICE_US], the optional ones only when not vmm
+ * run's defaults */
 void bench_cell_key(const struct bench_cell *c, char *buf, size_t len);
 uint64_t bench_fnv1a(const void *p, size_t n, uint64_t h);
 #define BENCH_FNV_INIT 0xcbf29ce484222325ull
