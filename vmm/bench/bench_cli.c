@@ -389,8 +389,15 @@ static int preset_pass(int argc, char **argv, struct bench_opts *o, char *err, s
 		if (!name)
 			continue;
 		const struct preset *p = find_preset(name);
-		if (!p)
-			return parse_fail(err, errlen, "--preset: unknown '%s' (known: quick, ple, threshold, gang, slices)", name);
+		if (!p) {
+			/* the list from the table, so a new preset is never left out */
+			char known[256];
+			size_t k = 0;
+			known[0] = '\0';
+			for (size_t j = 0; j < sizeof(presets) / sizeof(presets[0]) && k < sizeof(known); j++)
+				k += (size_t)snprintf(known + k, sizeof(known) - k, "%s%s", j ? ", " : "", presets[j].name);
+			return parse_fail(err, errlen, "--preset: unknown '%s' (known: %s)", name, known);
+		}
 		return apply_preset(p, o, err, errlen);
 	}
 	return 0;
