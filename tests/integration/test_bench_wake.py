@@ -196,3 +196,32 @@ def test_long_labels_keep_columns_aligned():
         short = tbm.bench(*tbm.DIMS, "--no-native", "--out", t.p("s")).stdout
         head = next(l for l in short.splitlines() if l.startswith("cell ") and " thr " in l)
         assert head.index("VMs") - head.index("policy") == 12 + 1, head
+
+
+def test_wake_cuts_are_counted_per_run_cell_and_loss_row():
+    """Each run keeps the report's sched.wake_cut_slices; a cell its median
+    and the rate per second of the window; the loss table and loss.csv that
+    rate. Nothing is cut where nobody queues (1x), at 0, or under the host."""
+    with tbm.Tmp() as t:
+        d = t.run("a", matrix=WS + ["--policies", "host,pv,none"])
+        m = tbm.load(d)
+        vm = [c for c in m["cells"] if c["kind"] == "vm"]
+        cutting = 0
+        for c in vm:
+            runs = [r["sched"] for r in c["runs"]]
+            cuts = [r["wake_cut_slices"] for r in runs]
+            assert c["sched"]["wake_cut_slices"] == bench_stats_ref.median(cuts), c["id"]
+            rate = bench_stats_ref.median([r["wake_cut_slices"] / r["window_s"] for r in runs])
+            assert c["sched"]["wake_cuts_per_s"] == rate, c["id"]
+            if c["policy"] == "host" or c["overcommit"] <= 1 or c["wake_slice_us"] == 0:
+                assert all(x == 0 for x in cuts), (c["id"], cuts)
+            else:
+                cutting += any(x > 0 for x in cuts)
+        assert cutting > 0, "no cell cut a slice"
+        loss = {l["id"]: l for l in m["loss"]}
+        for c in vm:
+            if c["id"] in loss:
+                assert loss[c["id"]]["wake_cuts_per_s"] == c["sched"]["wake_cuts_per_s"], c["id"]
+        with open(t.p("a", "loss.csv")) as f:
+            head = f.readline().strip().split(",")
+        assert head[-1] == "wake_cuts_per_s", head

@@ -186,6 +186,41 @@ static void test_matrix_modes(void)
 	CHECK(bench_parse(3, bad, &o, err, sizeof(err)) < 0 && strstr(err, "threads"));
 }
 
+/* gang keeps its own slice ends: with --guest-slice on,off it gets only on
+ * cells; the other policies both; asked for off alone, gang runs it. */
+static void test_gang_takes_no_gsoff(void)
+{
+	struct bench_opts o;
+	struct bench_matrix m;
+	char err[256];
+	char *argv[] = { "bench", "--locks", "tas", "--policies", "host,none,gang", "--overcommit", "1,2",
+			 "--pcpus", "1", "--guest-slice", "on,off", "--no-native", NULL };
+	bench_opts_defaults(&o);
+	CHECK_EQ(bench_parse(12, argv, &o, err, sizeof(err)), 0);
+	CHECK_EQ(bench_matrix_build(&o, &m, err, sizeof(err)), 0);
+	unsigned on[3] = { 0 }, off[3] = { 0 };
+	const char *pols[] = { "host", "none", "gang" };
+	for (unsigned i = 0; i < m.n; i++)
+		for (unsigned k = 0; k < 3; k++)
+			if (!strcmp(m.cells[i].policy, pols[k]))
+				(m.cells[i].guest_slice_off ? off : on)[k]++;
+	CHECK(on[0] == 2 && off[0] == 0); /* host takes neither */
+	CHECK(on[1] == 2 && off[1] == 2);
+	CHECK(on[2] == 2 && off[2] == 0);
+	bench_matrix_free(&m);
+
+	char *only_off[] = { "bench", "--locks", "tas", "--policies", "gang", "--overcommit", "2",
+			     "--pcpus", "1", "--guest-slice", "off", "--no-native", NULL };
+	bench_opts_defaults(&o);
+	CHECK_EQ(bench_parse(12, only_off, &o, err, sizeof(err)), 0);
+	CHECK_EQ(bench_matrix_build(&o, &m, err, sizeof(err)), 0);
+	unsigned gang_off = 0;
+	for (unsigned i = 0; i < m.n; i++)
+		gang_off += !strcmp(m.cells[i].policy, "gang") && m.cells[i].guest_slice_off;
+	CHECK(gang_off > 0);
+	bench_matrix_free(&m);
+}
+
 static void test_order(void)
 {
 	unsigned order[50], seen[50];
@@ -227,6 +262,7 @@ int main(void)
 	RUN(test_jain);
 	RUN(test_multi_vm);
 	RUN(test_matrix_modes);
+	RUN(test_gang_takes_no_gsoff);
 	RUN(test_order);
 	RUN(test_json);
 	return check_summary();

@@ -139,6 +139,9 @@ enum bench_sched_stat {
 	 * loops were on different CPUs (or, for a cell, its runs' were).
 	 * Files written before it lack it. */
 	BENCH_SCHED_LOOP_CPU,
+	/* Slices cut short for a woken vCPU (--wake-slice-us); files written
+	 * before it lack it. */
+	BENCH_SCHED_WAKE_CUT_SLICES,
 	BENCH_SCHED_STATS
 };
 /* results.json keys, in this order */
@@ -147,6 +150,7 @@ extern const char *const bench_sched_names[BENCH_SCHED_STATS];
 enum bench_rate {
 	BENCH_RATE_SWITCHES, BENCH_RATE_LOOP_WAKEUPS, BENCH_RATE_DEFERRALS,
 	BENCH_RATE_GUEST_SLICE_YIELDS, /* slice ends the guest timed (gs off: deferrals stand for them) */
+	BENCH_RATE_WAKE_CUTS,          /* slices cut short for a woken vCPU */
 	BENCH_RATES
 };
 extern const char *const bench_rate_names[BENCH_RATES];
@@ -285,6 +289,7 @@ struct bench_loss {
 	double pts_slot, pts_ops;  /* 1 - eff = pts_slot + pts_ops */
 	double switches_per_s, lost_us_per_switch, loop_wakeups_per_s, deferrals_per_s;
 	double guest_slice_yields_per_s;
+	double wake_cuts_per_s;    /* slices cut short for a woken vCPU */
 	double hard_share;         /* hard deadlines / deferrals */
 	double spins_queued_kept;  /* median count per run */
 };

@@ -78,6 +78,7 @@ int bench_loss_cell(const struct bench_matrix *m, const struct bench_cell *c, st
 	l->loop_wakeups_per_s = c->rate[BENCH_RATE_LOOP_WAKEUPS];
 	l->deferrals_per_s = c->rate[BENCH_RATE_DEFERRALS];
 	l->guest_slice_yields_per_s = c->rate[BENCH_RATE_GUEST_SLICE_YIELDS];
+	l->wake_cuts_per_s = c->rate[BENCH_RATE_WAKE_CUTS];
 	/* Of the slice ends at a safe point, those the hard deadline ended. A
 	 * VMM-timed slice end is a deferral, hard or not; a guest-timed one is
 	 * the guest's own yield or, when it is late, a hard deadline alone. */

@@ -169,6 +169,10 @@ static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char
 								      : (uint32_t)o->wake_slices.v[sd % nw],
 						.vms = 1, .vcpus = o->pcpus, .pcpus = o->pcpus,
 					};
+					/* gang keeps its own slice ends (sched/core_gslice.c): its
+					 * cells with guest-timed slices off would run the same again */
+					if (proto.guest_slice_off && !strcmp(pol[p], "gang") && ng > 1)
+						continue;
 					int ref = add(m, &proto, true);
 					if (ref < 0)
 						return parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);

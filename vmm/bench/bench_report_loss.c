@@ -69,33 +69,34 @@ static void fit_table(FILE *out, const struct bench_matrix *m, const struct benc
 
 static void loss_table(FILE *out, const struct bench_matrix *m)
 {
-	char b[15][32], pol[BENCH_LABEL_MAX];
+	char b[16][32], pol[BENCH_LABEL_MAX];
 	int lw = bench_label_width(m, bench_loss_applies, 20);
 	fprintf(out, "\nwhere a lost point goes (cells above 1x; run share = guest running time / "
 		"(slots x window), against the pooled 1x's)\n");
-	fprintf(out, "%-4s %-10s %-9s %-*s %5s %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %5s %7s\n",
+	fprintf(out, "%-4s %-10s %-9s %-*s %5s %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %7s %5s %7s\n",
 		"cell", "workload", "lock", lw, "policy", "x", "eff", "share", "1x", "ratio", "ops/rs",
-		"pts:slot", "pts:ops", "switch/s", "us/sw", "loop/s", "defer/s", "gsyield/s", "hard", "kept");
+		"pts:slot", "pts:ops", "switch/s", "us/sw", "loop/s", "defer/s", "gsyield/s", "cut/s", "hard", "kept");
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
 		struct bench_loss l;
 		if (bench_loss_cell(m, c, &l))
 			continue;
-		fprintf(out, "%-4u %-10s %-9s %-*s %4gx %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %5s %7s\n",
+		fprintf(out, "%-4u %-10s %-9s %-*s %4gx %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %7s %5s %7s\n",
 			c->id, c->workload, c->lock, lw, bench_cell_label(c, pol, sizeof(pol)), c->overcommit, fmt(l.eff, "%.3f", b[0], 32),
 			fmt(l.share, "%.3f", b[1], 32), fmt(l.share_1x, "%.3f", b[2], 32),
 			fmt(l.share_ratio, "%.3f", b[3], 32), fmt(l.ops_ratio, "%.3f", b[4], 32),
 			fmt(l.pts_slot * 100, "%.1f", b[5], 32), fmt(l.pts_ops * 100, "%.1f", b[6], 32),
 			fmt(l.switches_per_s, "%.0f", b[7], 32), fmt(l.lost_us_per_switch, "%.1f", b[8], 32),
 			fmt(l.loop_wakeups_per_s, "%.0f", b[9], 32), fmt(l.deferrals_per_s, "%.0f", b[10], 32),
-			fmt(l.guest_slice_yields_per_s, "%.0f", b[13], 32),
+			fmt(l.guest_slice_yields_per_s, "%.0f", b[13], 32), fmt(l.wake_cuts_per_s, "%.0f", b[14], 32),
 			fmt(l.hard_share * 100, "%.0f%%", b[11], 32), fmt(l.spins_queued_kept, "%.0f", b[12], 32));
 	}
 	fprintf(out, "eff = ratio x ops/rs (ops per guest-running second / 1x's); the points lost, "
 		"100 x (1 - eff), = pts:slot (slot time not in the guest: switches, event loop, idle) + "
 		"pts:ops (slower operations: convoys, spinning, cache); us/sw = slot time lost beyond "
 		"1x per switch; gsyield/s = slice ends the guest timed and left at (--guest-slice on; off: "
-		"deferrals/s are the VMM's slice ends); hard = slice ends at a safe point that the hard "
+		"deferrals/s are the VMM's slice ends); cut/s = slices cut short for a woken vCPU "
+		"(--wake-slice-us); hard = slice ends at a safe point that the hard "
 		"deadline ended; kept = spinners kept queued\n");
 }
 
@@ -156,7 +157,7 @@ int bench_derived_csv(const char *dir, const struct bench_matrix *m)
 		return -errno;
 	fprintf(o, "id,efficiency,run_share,run_share_1x,share_ratio,ops_ratio,pts_slot,pts_ops,"
 		   "switches_per_s,lost_us_per_switch,loop_wakeups_per_s,deferrals_per_s,hard_share,"
-		   "spins_queued_kept,guest_slice_yields_per_s\n");
+		   "spins_queued_kept,guest_slice_yields_per_s,wake_cuts_per_s\n");
 	for (unsigned i = 0; i < m->n; i++) {
 		struct bench_loss l;
 		if (bench_loss_cell(m, &m->cells[i], &l))
@@ -165,7 +166,7 @@ int bench_derived_csv(const char *dir, const struct bench_matrix *m)
 		const double v[] = { l.eff, l.share, l.share_1x, l.share_ratio, l.ops_ratio, l.pts_slot,
 				     l.pts_ops, l.switches_per_s, l.lost_us_per_switch, l.loop_wakeups_per_s,
 				     l.deferrals_per_s, l.hard_share, l.spins_queued_kept,
-				     l.guest_slice_yields_per_s };
+				     l.guest_slice_yields_per_s, l.wake_cuts_per_s };
 		for (unsigned k = 0; k < sizeof(v) / sizeof(v[0]); k++)
 			bench_csv_num(o, v[k]);
 		fputc('\n', o);
@@ -216,6 +217,7 @@ void bench_derived_json(struct json_t *root, const struct bench_matrix *m)
 		json_object_set_new(o, "hard_share", bench_json_number(l.hard_share));
 		json_object_set_new(o, "spins_queued_kept", bench_json_number(l.spins_queued_kept));
 		json_object_set_new(o, "guest_slice_yields_per_s", bench_json_number(l.guest_slice_yields_per_s));
+		json_object_set_new(o, "wake_cuts_per_s", bench_json_number(l.wake_cuts_per_s));
 		json_array_append_new(loss, o);
 	}
 	json_object_set_new(root, "slice_fit", fits);

@@ -14,11 +14,12 @@ const char *const bench_sched_names[BENCH_SCHED_STATS] = {
 	"spins_queued_kept", "spin_events", "waits", "kicks_sent", "kicks_received",
 	"kernel_halts", "unslotted_wakes", "loop_ticks", "loop_ticks_early", "loop_timer_sets",
 	"window_s", "run_ns_total", "guest_window_s", "guest_slice_yields", "guest_slice_declined",
-	"loop_cpu",
+	"loop_cpu", "wake_cut_slices",
 };
 
 const char *const bench_rate_names[BENCH_RATES] = {
 	"switches_per_s", "loop_wakeups_per_s", "deferrals_per_s", "guest_slice_yields_per_s",
+	"wake_cuts_per_s",
 };
 
 /* Where each lives in a `vmm run --json` report. */
@@ -27,7 +28,7 @@ static const char *const report_paths[BENCH_SCHED_STATS] = {
 	"sched.deferrals_hard", "sched.spins_queued_kept", "sched.spin_events", "sched.waits",
 	"sched.kicks_sent", "sched.kicks_received", "sched.kernel_halts", "sched.unslotted_wakes",
 	"event_loop.ticks", "event_loop.ticks_early", "event_loop.timer_sets", "wall_ns", "run_ns_total", "elapsed_ns",
-	"sched.guest_slice_yields", "sched.guest_slice_declined", "event_loop.cpu",
+	"sched.guest_slice_yields", "sched.guest_slice_declined", "event_loop.cpu", "sched.wake_cut_slices",
 };
 
 void bench_sched_clear(double *s)
@@ -77,6 +78,9 @@ double bench_sched_rate(const double *s, enum bench_rate r)
 		/* The slice ends the guest answered itself; with --guest-slice off
 		 * the deferrals stand for those (the VMM's requests). */
 		n = s[BENCH_SCHED_GUEST_SLICE_YIELDS];
+		break;
+	case BENCH_RATE_WAKE_CUTS:
+		n = s[BENCH_SCHED_WAKE_CUT_SLICES];
 		break;
 	default:
 		return NAN;

@@ -71,6 +71,16 @@ static void synth_guest_slices(const struct bench_cell *c, const char *key, unsi
 	s[BENCH_SCHED_DEFERRALS] = 0; /* the hard deadlines stay: a late guest */
 }
 
+/* Slices cut for woken vCPUs: only where a co-scheduler queues (above 1x)
+ * and --wake-slice-us is not 0. */
+static void synth_wake_cuts(const struct bench_cell *c, const char *key, unsigned rep, struct bench_run *out)
+{
+	double *s = out->sched;
+	bool cuts = strcmp(c->policy, BENCH_POLICY_HOST) && c->overcommit > 1 && c->wake_slice_us;
+	s[BENCH_SCHED_WAKE_CUT_SLICES] =
+		cuts ? floor(s[BENCH_SCHED_PREEMPTIONS] * (double)(unit_hash(key, rep, 8) % 50) / 100) : 0;
+}
+
 /*
  * Where the loop ran, as a report reads it back: --sched host leaves it on
  * the vCPU threads' CPUs (one CPU only at 1 pcpu), none leaves it unpinned,
@@ -118,6 +128,7 @@ void bench_synth_run(const struct bench_opts *o, const struct bench_cell *c, uns
 		out->sched[BENCH_SCHED_DEFERRALS_HARD] =
 			floor(out->sched[BENCH_SCHED_DEFERRALS] * (double)(unit_hash(key, rep, 6) % 100) / 100);
 		synth_guest_slices(c, key, rep, out);
+		synth_wake_cuts(c, key, rep, out);
 		synth_run_meter(o, c, out);
 		out->sched[BENCH_SCHED_LOOP_CPU] = synth_loop_cpu(c);
 	}
