@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 
 BUILD = "build"
 
@@ -112,3 +113,23 @@ def vmm_without_kvm(*args, env=None, **kw):
     """`vmm run ARGS` with VMM_KVM_DEVICE pointing at a missing device."""
     env = dict(os.environ if env is None else env, VMM_KVM_DEVICE=MISSING_KVM_DEVICE)
     return vmm(*args, env=env, **kw)
+
+
+def wait_signals_taken(p, sig, timeout=60):
+    """Until process p blocks sig (vmm takes SIGINT/SIGTERM through a
+    signalfd once its run starts): a signal sent before that kills it
+    without a report, and a fixed sleep is too short for a slow start (an
+    ASan build in the nested KVM). True when taken, False when p ended or
+    the time ran out."""
+    bit = 1 << (sig - 1)
+    deadline = time.time() + timeout
+    while time.time() < deadline and p.poll() is None:
+        try:
+            with open("/proc/%d/status" % p.pid) as f:
+                blk = next((int(ln.split()[1], 16) for ln in f if ln.startswith("SigBlk:")), 0)
+        except OSError:
+            return False
+        if blk & bit:
+            return True
+        time.sleep(0.05)
+    return False

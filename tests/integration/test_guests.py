@@ -68,7 +68,8 @@ def test_sigint_stops_cleanly_with_report():
     need_kvm()
     p = subprocess.Popen([harness.vmm_path(), "run", "--firmware", guest("spin_guest.elf"), "-c", "2",
                           "--timeout", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    assert harness.wait_signals_taken(p, signal.SIGINT), p.poll()
+    time.sleep(0.3)  # the vCPUs running, so the stop is of a running guest
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=20)
     assert p.returncode == 128 + signal.SIGINT, (p.returncode, err)
