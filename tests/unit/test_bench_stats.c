@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "tests/unit/check.h"
-#include "vmm/bench/bench.h"
+#include "tests/unit/bench_matrix_test.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
 
@@ -186,38 +186,32 @@ static void test_matrix_modes(void)
 	CHECK(bench_parse(3, bad, &o, err, sizeof(err)) < 0 && strstr(err, "threads"));
 }
 
+static unsigned count_cells(const struct bench_matrix *m, const char *policy, bool gsoff)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < m->n; i++)
+		n += !strcmp(m->cells[i].policy, policy) && m->cells[i].guest_slice_off == gsoff;
+	return n;
+}
+
 /* gang keeps its own slice ends: with --guest-slice on,off it gets only on
  * cells; the other policies both; asked for off alone, gang runs it. */
 static void test_gang_takes_no_gsoff(void)
 {
 	struct bench_opts o;
 	struct bench_matrix m;
-	char err[256];
 	char *argv[] = { "bench", "--locks", "tas", "--policies", "host,none,gang", "--overcommit", "1,2",
 			 "--pcpus", "1", "--guest-slice", "on,off", "--no-native", NULL };
-	bench_opts_defaults(&o);
-	CHECK_EQ(bench_parse(12, argv, &o, err, sizeof(err)), 0);
-	CHECK_EQ(bench_matrix_build(&o, &m, err, sizeof(err)), 0);
-	unsigned on[3] = { 0 }, off[3] = { 0 };
-	const char *pols[] = { "host", "none", "gang" };
-	for (unsigned i = 0; i < m.n; i++)
-		for (unsigned k = 0; k < 3; k++)
-			if (!strcmp(m.cells[i].policy, pols[k]))
-				(m.cells[i].guest_slice_off ? off : on)[k]++;
-	CHECK(on[0] == 2 && off[0] == 0); /* host takes neither */
-	CHECK(on[1] == 2 && off[1] == 2);
-	CHECK(on[2] == 2 && off[2] == 0);
+	matrix(&o, &m, 12, argv);
+	CHECK(count_cells(&m, "host", false) == 2 && count_cells(&m, "host", true) == 0); /* takes neither */
+	CHECK(count_cells(&m, "none", false) == 2 && count_cells(&m, "none", true) == 2);
+	CHECK(count_cells(&m, "gang", false) == 2 && count_cells(&m, "gang", true) == 0);
 	bench_matrix_free(&m);
-
+	/* asked for off alone, gang runs it */
 	char *only_off[] = { "bench", "--locks", "tas", "--policies", "gang", "--overcommit", "2",
 			     "--pcpus", "1", "--guest-slice", "off", "--no-native", NULL };
-	bench_opts_defaults(&o);
-	CHECK_EQ(bench_parse(12, only_off, &o, err, sizeof(err)), 0);
-	CHECK_EQ(bench_matrix_build(&o, &m, err, sizeof(err)), 0);
-	unsigned gang_off = 0;
-	for (unsigned i = 0; i < m.n; i++)
-		gang_off += !strcmp(m.cells[i].policy, "gang") && m.cells[i].guest_slice_off;
-	CHECK(gang_off > 0);
+	matrix(&o, &m, 12, only_off);
+	CHECK(count_cells(&m, "gang", true) > 0);
 	bench_matrix_free(&m);
 }
 
