@@ -129,13 +129,7 @@ static const char *num(double v, char *buf, size_t len)
 void bench_targets_print(FILE *out, const struct bench_matrix *m)
 {
 	struct target t[2];
-	bool any = false;
-	for (unsigned i = 0; i < m->n && !any; i++)
-		any = targets_of(m, &m->cells[i], t) > 0;
-	if (!any)
-		return;
-	unsigned n[3] = { 0 }; /* missed, met, unknown */
-	int w = 3; /* the key column: as wide as the longest key */
+	int w = 0; /* the key column: as wide as the longest judged cell's key; 0: none judged */
 	for (unsigned i = 0; i < m->n; i++) {
 		char key[256];
 		if (targets_of(m, &m->cells[i], t)) {
@@ -143,6 +137,9 @@ void bench_targets_print(FILE *out, const struct bench_matrix *m)
 			w = (int)strlen(key) > w ? (int)strlen(key) : w;
 		}
 	}
+	if (!w)
+		return;
+	unsigned n[3] = { 0 }; /* missed, met, unknown */
 	fprintf(out, "\ntargets (the open issues' acceptance, judged on this run; BENCHMARKS.md, \"Targets\"):\n");
 	fprintf(out, "%-10s %4s %-*s %6s %-13s %6s %s\n", "target", "cell", w, "key", "value", "eff 95% CI", "bound",
 		"verdict");
