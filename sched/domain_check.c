@@ -13,6 +13,8 @@ static const char *check_slots(const struct dom_core *c, int *held, int *nrev, i
 	for (int s = 0; s < c->nslots; s++) {
 		const struct dom_slot *sl = &c->slot[s];
 		if (sl->m < 0) {
+			if (sl->revoking || sl->probing)
+				return "a free slot is being revoked or probed";
 			nfree++;
 			continue;
 		}
@@ -23,6 +25,8 @@ static const char *check_slots(const struct dom_core *c, int *held, int *nrev, i
 			return "a slot names no vCPU of its member";
 		if (x->v[sl->v].state != DOM_V_HOLDING || x->v[sl->v].slot != s)
 			return "a slot's vCPU does not hold it (or holds another)";
+		if (sl->probing && (sl->revoking || (int32_t)(x->probe_seq - sl->probe_seq) < 0))
+			return "a slot is probed while revoked, or with a probe never sent";
 		held[sl->m]++;
 		*nrev += sl->revoking;
 	}

@@ -86,7 +86,12 @@ static uint64_t clamp_now(struct dom_core *c, uint64_t now)
 	return now;
 }
 
-/* Charge every held slot up to now: O(P log M). */
+static void raise_floor(struct dom_core *c);
+
+/* Charge every held slot up to now, and raise the floor to match: a member
+ * that wakes in this event starts from the floor of now, not of the last
+ * event (which may be seconds old while one member runs uncontended).
+ * O(P log M). */
 static void charge(struct dom_core *c, uint64_t now)
 {
 	for (int s = 0; s < c->nslots; s++) {
@@ -102,6 +107,7 @@ static void charge(struct dom_core *c, uint64_t now)
 		if (x->heap_idx >= 0)
 			dh_sift_down(c, x->heap_idx);
 	}
+	raise_floor(c);
 }
 
 /* The floor only rises, to the least vtime of a busy member: the queued
@@ -215,7 +221,34 @@ static void free_slot(struct dom_core *c, int s)
 	if (sl->revoking)
 		c->nrevoking--;
 	sl->m = sl->v = -1;
-	sl->revoking = false;
+	sl->revoking = sl->probing = false;
+}
+
+/* REVOKE: give it back within the grace. An unanswered probe's earlier
+ * deadline stands: the revoke does not extend it. */
+static void revoke(struct dom_core *c, int s, uint64_t now)
+{
+	struct dom_slot *sl = &c->slot[s];
+	uint64_t at = now + c->grace_ns;
+	if (!sl->probing || at < sl->hard_at)
+		sl->hard_at = at;
+	sl->probing = false;
+	sl->revoking = true;
+	c->nrevoking++;
+	emit(c, DOM_ACT_REVOKE, sl->m, sl->v, s);
+}
+
+/* Renewed while another member waits: the holder must show it is alive.
+ * A probe still unanswered keeps its seq and deadline. */
+static void probe(struct dom_core *c, int s, uint32_t seq, uint64_t now)
+{
+	struct dom_slot *sl = &c->slot[s];
+	if (sl->probing)
+		return;
+	sl->probing = true;
+	sl->probe_seq = seq;
+	sl->hard_at = now + c->grace_ns;
+	emit(c, DOM_ACT_PROBE, sl->m, sl->v, s);
 }
 
 /* Work conservation: while a slot is free and someone is queued, the member
@@ -240,7 +273,7 @@ static void fill(struct dom_core *c, uint64_t now)
 			c->mem[m].v[v].state = DOM_V_HOLDING;
 			c->mem[m].v[v].slot = s;
 			c->mem[m].nheld++;
-			c->slot[s] = (struct dom_slot){ m, v, now, end, false, 0 };
+			c->slot[s] = (struct dom_slot){ .m = m, .v = v, .charged = now, .slice_end = end };
 			emit(c, DOM_ACT_GRANT, m, v, s);
 		}
 	}
@@ -358,12 +391,8 @@ int dom_core_set_gang(struct dom_core *c, int m, bool gang, uint64_t now)
 			if (sl->m != m)
 				continue;
 			sl->slice_end = end;
-			if (rev && !sl->revoking) {
-				sl->revoking = true;
-				sl->hard_at = now + c->grace_ns;
-				c->nrevoking++;
-				emit(c, DOM_ACT_REVOKE, m, sl->v, s);
-			}
+			if (rev && !sl->revoking)
+				revoke(c, s, now);
 		}
 	finish(c, now);
 	return 0;
@@ -441,6 +470,21 @@ static int cmp_ahead(const struct dom_core *c, int a, int b)
 	return va != vb ? (va > vb ? -1 : 1) : a - b;
 }
 
+/* The least-vtime queued member other than m, or -1: the heap's top, or
+ * if that is m, the lesser of its children. O(1). */
+static int best_other(const struct dom_core *c, int m)
+{
+	if (!c->nheap)
+		return -1;
+	if (c->heap[0] != m)
+		return c->heap[0];
+	int best = -1;
+	for (int i = 1; i <= 2 && i < c->nheap; i++)
+		if (best < 0 || dh_less(c, c->heap[i], best))
+			best = c->heap[i];
+	return best;
+}
+
 void dom_core_tick(struct dom_core *c, uint64_t now)
 {
 	now = clamp_now(c, now);
@@ -449,9 +493,10 @@ void dom_core_tick(struct dom_core *c, uint64_t now)
 	int exp[256];
 	for (int s = 0; s < c->nslots; s++) {
 		struct dom_slot *sl = &c->slot[s];
-		if (sl->m >= 0 && sl->revoking && now >= sl->hard_at) {
-			/* Hard deadline: the books take the slot back now, so one
-			 * member that stops answering cannot shrink the domain. */
+		if (sl->m >= 0 && (sl->revoking || sl->probing) && now >= sl->hard_at) {
+			/* Hard deadline, revoke or probe unanswered: the books take
+			 * the slot back now, so one member that stops answering
+			 * cannot shrink the domain. */
 			struct dom_member *x = &c->mem[sl->m];
 			x->v[sl->v].state = DOM_V_OVERRUN;
 			x->v[sl->v].slot = -1;
@@ -478,29 +523,51 @@ void dom_core_tick(struct dom_core *c, uint64_t now)
 			continue;
 		struct dom_slot *sl = &c->slot[exp[i]];
 		int m = sl->m;
-		/* Preempt only for someone not yet served by a free or revoked
-		 * slot, and only if the best queued member is not further ahead
-		 * than the holder (the holder's own queued vCPUs count). */
-		bool rev = c->nheap && c->nrevoking + nfree < c->nqueued_ok &&
-			   c->mem[c->heap[0]].vtime <= c->mem[m].vtime;
+		struct dom_member *x = &c->mem[m];
+		/* Someone else waits: another member's queued vCPUs are more
+		 * than the free and revoked slots serve. Its own do not count
+		 * (domain_core.h). */
+		int others = c->nqueued_ok - (x->heap_idx >= 0 ? x->nqueued : 0);
+		int o = best_other(c, m);
+		bool waits = o >= 0 && c->nrevoking + nfree < others;
+		/* Preempt only if the best of them is not further ahead than
+		 * the holder; else renew, and probe that the holder lives. */
+		bool rev = waits && c->mem[o].vtime <= x->vtime;
+		uint32_t seq = x->probe_seq;
+		if (waits && !rev) {
+			seq = ++x->probe_seq;
+			x->probes++;
+		}
 		/* A gang's slots share their slice end, so all of them are in
 		 * exp: what one gets, all get. */
-		for (int j = i; j < (c->mem[m].gang ? nexp : i + 1); j++) {
+		for (int j = i; j < (x->gang ? nexp : i + 1); j++) {
 			struct dom_slot *sj = &c->slot[exp[j]];
-			if (j != i && !(c->mem[m].gang && sj->m == m))
+			if (j != i && !(x->gang && sj->m == m))
 				continue;
 			done[j] = true;
 			if (rev) {
-				sj->revoking = true;
-				sj->hard_at = now + c->grace_ns;
-				c->nrevoking++;
-				emit(c, DOM_ACT_REVOKE, sj->m, sj->v, exp[j]);
-			} else {
-				sj->slice_end = now + c->slice_ns;
+				revoke(c, exp[j], now);
+				continue;
 			}
+			sj->slice_end = now + c->slice_ns;
+			if (waits)
+				probe(c, exp[j], seq, now);
 		}
 	}
 	finish(c, now);
+}
+
+int dom_core_alive(struct dom_core *c, int m, uint32_t seq, uint64_t now)
+{
+	if (m < 0 || m >= c->max_members || !c->mem[m].used || (int32_t)(seq - c->mem[m].probe_seq) > 0)
+		return -EINVAL;
+	clamp_now(c, now);
+	for (int s = 0; s < c->nslots; s++) {
+		struct dom_slot *sl = &c->slot[s];
+		if (sl->m == m && sl->probing && (int32_t)(seq - sl->probe_seq) >= 0)
+			sl->probing = false;
+	}
+	return 0;
 }
 
 int dom_core_member_stats(const struct dom_core *c, int m, uint64_t now,
@@ -510,7 +577,7 @@ int dom_core_member_stats(const struct dom_core *c, int m, uint64_t now,
 		return -EINVAL;
 	const struct dom_member *x = &c->mem[m];
 	*out = (struct dom_member_stats){ x->weight, x->nvcpus, x->nheld, x->nqueued,
-					  x->held_ns, x->joined_ns, x->reclaims, x->gang };
+					  x->held_ns, x->joined_ns, x->reclaims, x->gang, x->probes };
 	/* The held slots' time since their last charge, without charging. */
 	for (int s = 0; s < c->nslots; s++)
 		if (c->slot[s].m == m && now > c->slot[s].charged)
@@ -521,16 +588,20 @@ int dom_core_member_stats(const struct dom_core *c, int m, uint64_t now,
 uint64_t dom_core_next_deadline(const struct dom_core *c)
 {
 	uint64_t d = UINT64_MAX;
+	int nfree = 0;
+	for (int s = 0; s < c->nslots; s++)
+		nfree += c->slot[s].m < 0;
 	for (int s = 0; s < c->nslots; s++) {
 		const struct dom_slot *sl = &c->slot[s];
-		uint64_t t = UINT64_MAX;
 		if (sl->m < 0)
 			continue;
-		if (sl->revoking)
-			t = sl->hard_at;
-		else if (c->nqueued_ok > c->nrevoking)
-			/* Slice ends matter only when someone waits; then an
-			 * uncontended holder's long-past end means "now". */
+		const struct dom_member *x = &c->mem[sl->m];
+		int others = c->nqueued_ok - (x->heap_idx >= 0 ? x->nqueued : 0);
+		uint64_t t = sl->revoking || sl->probing ? sl->hard_at : UINT64_MAX;
+		/* Slice ends matter only when another member waits (as in
+		 * dom_core_tick); then an uncontended holder's long-past end
+		 * means "now". */
+		if (!sl->revoking && others > c->nrevoking + nfree && sl->slice_end < t)
 			t = sl->slice_end;
 		if (t < d)
 			d = t;

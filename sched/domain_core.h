@@ -13,6 +13,15 @@
  * the member's own yield policy moves a slot it holds to a sibling by
  * dom_core_handoff.
  *
+ * At a slice end with another member waiting (its queued vCPUs not served
+ * by free or revoked slots), the holder is revoked if the best waiting
+ * member is not further ahead in vtime; else its slice is renewed and it
+ * is probed: it must answer (dom_core_alive) within the grace. Either way a
+ * member that stops answering (SIGSTOP, hung) loses the slot at the hard
+ * deadline, one slice plus grace at most, even while it is behind its
+ * share. The holder's own queued vCPUs never revoke it: a member's seats
+ * are alike, so that would only cost a switch.
+ *
  * A GANG member (DOM_MEMBER_GANG at join, or dom_core_set_gang) has its
  * queued vCPUs granted together: when it is the least-vtime queued member
  * and holds nothing, it starts only once as many slots as it has queued
@@ -54,6 +63,9 @@ enum dom_action_kind {
 			    event); (m, v) is OVERRUN until it releases */
 	DOM_ACT_MOVE,    /* the member moved slot to its (m, v) (handoff): the
 			    books follow; rewrite both vCPUs' grant words */
+	DOM_ACT_PROBE,   /* slice renewed for (m, v) while another member waits:
+			    m must answer mem[m].probe_seq (dom_core_alive)
+			    by the hard deadline, or the slot is reclaimed */
 };
 
 struct dom_action {
@@ -97,6 +109,8 @@ struct dom_member {
 	uint64_t held_ns;  /* slot time charged since it joined */
 	uint64_t joined_ns;
 	uint64_t reclaims; /* hard-deadline reclaims */
+	uint32_t probe_seq; /* the last probe sent (wraps; compared by difference) */
+	uint64_t probes;   /* probes sent since it joined */
 	int noverrun;      /* vCPUs reclaimed and not yet back: while > 0 it is granted
 			      nothing more (its queued vCPUs wait outside the heap) */
 };
@@ -106,7 +120,9 @@ struct dom_slot {
 	uint64_t charged;  /* held time charged up to here */
 	uint64_t slice_end;
 	bool revoking;      /* REVOKE sent, slot not given back yet */
-	uint64_t hard_at;   /* ... and when it is taken back regardless */
+	bool probing;       /* PROBE sent (probe_seq), not answered yet */
+	uint32_t probe_seq;
+	uint64_t hard_at;   /* either way: when it is taken back regardless */
 };
 
 struct dom_params {
@@ -163,6 +179,10 @@ int dom_core_handoff(struct dom_core *c, int m, int from, int to,
 		     enum dom_release why, uint64_t now);
 /* Slice ends and hard deadlines up to now. */
 void dom_core_tick(struct dom_core *c, uint64_t now);
+/* Member m answered its probes up to seq (its acknowledgement word): they
+ * stop counting against it. -EINVAL (nothing changes) for a seq it was
+ * never sent; an older one than its last probe is fine and clears less. */
+int dom_core_alive(struct dom_core *c, int m, uint32_t seq, uint64_t now);
 /* Several events as one: until dom_core_commit the events change the books
  * but grant no free slot; commit then fills them. The agent brackets one
  * doorbell's req words with these, so a gang whose vCPUs ask together is
@@ -178,6 +198,7 @@ struct dom_member_stats {
 	uint64_t joined_ns;
 	uint64_t reclaims;  /* slots taken back at the hard deadline */
 	bool gang;
+	uint64_t probes;    /* liveness probes sent (slices renewed while others waited) */
 };
 /* For `vmm domain status`: -EINVAL for an id not in use. Charges nothing. */
 int dom_core_member_stats(const struct dom_core *c, int m, uint64_t now,

@@ -37,7 +37,8 @@ struct fvcpu {
 struct fmember {
 	bool live;
 	bool busy;          /* every release is a yield: always runnable */
-	bool deaf;          /* ignores REVOKE (a stopped or rogue member) */
+	bool deaf;          /* ignores REVOKE and PROBE (a stopped or rogue member) */
+	uint64_t alive_at;  /* 0: no probe to answer; else when it answers */
 	uint64_t lat[MAXV]; /* a vCPU's answer to REVOKE comes this much later */
 	int nvcpus;
 	struct fvcpu v[MAXV];
@@ -55,7 +56,7 @@ struct sim {
 };
 
 /* What the random runs exercised, all runs together. */
-static long n_grant, n_revoke, n_reclaim, n_kill;
+static long n_grant, n_revoke, n_reclaim, n_kill, n_probe;
 
 static inline void sim_init(struct sim *s, int nslots, uint64_t slice, uint64_t grace)
 {
@@ -140,6 +141,12 @@ static inline void drain(struct sim *s)
 			n_reclaim++;
 			fail_if(s, !x->running || x->slot != a.slot, "reclaim of a slot it does not hold");
 			stop_running(s, a.m, a.v);
+			break;
+		case DOM_ACT_PROBE:
+			n_probe++;
+			fail_if(s, !x->running || x->slot != a.slot, "probe of a slot it does not hold");
+			if (!s->m[a.m].deaf && !s->m[a.m].alive_at)
+				s->m[a.m].alive_at = s->now + s->release_lat;
 			break;
 		case DOM_ACT_MOVE:
 			/* The member moved it first (sim_handoff); the books follow. */
@@ -233,16 +240,28 @@ static inline void run_until(struct sim *s, uint64_t t_end)
 {
 	while (!s->broken) {
 		uint64_t next = dom_core_next_deadline(s->c);
-		for (int m = 0; m < MAXM; m++)
+		for (int m = 0; m < MAXM; m++) {
+			if (s->m[m].live && s->m[m].alive_at && s->m[m].alive_at < next)
+				next = s->m[m].alive_at;
 			for (int v = 0; s->m[m].live && v < s->m[m].nvcpus; v++)
 				if (s->m[m].v[v].release_at && s->m[m].v[v].release_at < next)
 					next = s->m[m].v[v].release_at;
+		}
 		if (next > t_end) {
 			s->now = t_end;
 			return;
 		}
 		if (next > s->now)
 			s->now = next;
+		/* The member's link thread reads the latest probe and answers it
+		 * (a deaf one does not: the probe's deadline then reclaims). */
+		for (int m = 0; m < MAXM; m++)
+			if (s->m[m].live && s->m[m].alive_at && s->m[m].alive_at <= s->now) {
+				s->m[m].alive_at = 0;
+				if (!s->m[m].deaf)
+					fail_if(s, dom_core_alive(s->c, m, s->c->mem[m].probe_seq, s->now) != 0,
+						"an answer to the last probe was refused");
+			}
 		for (int m = 0; m < MAXM; m++)
 			for (int v = 0; s->m[m].live && v < s->m[m].nvcpus; v++)
 				if (s->m[m].v[v].release_at && s->m[m].v[v].release_at <= s->now)

@@ -155,6 +155,131 @@ static void test_overrun_member_granted_nothing(void)
 	dom_core_destroy(s.c);
 }
 
+/* The liveness gap CI found (issue 12): a stopped member that is BEHIND in
+ * vtime used to keep its slot, renewed at every slice end, because only a
+ * member ahead was revoked. Now the renewal is a probe: unanswered by the
+ * hard deadline, the slot is reclaimed as for an ignored revoke. */
+static void test_stopped_member_behind_is_reclaimed(void)
+{
+	struct sim s;
+	sim_init(&s, 2, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 2, true); /* both slots */
+	s.now = 1 * MS;
+	int b = sim_join(&s, 300, 1, true); /* 3x the weight: its vtime lags */
+	run_until(&s, 200 * MS);
+	/* Find a moment where b holds a slot, a waits, and b is behind a. */
+	uint64_t t = s.now;
+	while (t < 2 * SEC && !(s.m[b].v[0].running && s.c->mem[a].nqueued &&
+				s.c->mem[b].vtime < s.c->mem[a].vtime))
+		run_until(&s, t += 100 * US);
+	CHECK(s.m[b].v[0].running && s.c->mem[a].nqueued && s.c->mem[b].vtime < s.c->mem[a].vtime);
+	uint64_t stop_at = s.now, probes0 = s.c->mem[b].probes;
+	int slot = s.m[b].v[0].slot;
+	s.m[b].deaf = true; /* SIGSTOP */
+	while (s.m[b].v[0].running && s.now < stop_at + 1 * SEC)
+		run_until(&s, s.now + 100 * US);
+	/* Lost within one slice plus the grace (plus the 100 us steps). */
+	CHECK(!s.m[b].v[0].running);
+	CHECK(s.now - stop_at <= 15 * MS + 100 * US);
+	CHECK_EQ(s.c->mem[b].v[0].state, DOM_V_OVERRUN);
+	CHECK_EQ(s.c->mem[b].reclaims, 1);
+	CHECK(s.c->mem[b].probes > probes0);
+	/* It was probed, not revoked: it was behind. And the slot went on. */
+	CHECK(s.slot_owner[slot][0] == a);
+	CHECK(!s.broken);
+	dom_core_destroy(s.c);
+}
+
+/* The same member answering its probes keeps its share and is never
+ * reclaimed; and its probes are what kept it: a deaf twin loses the slot. */
+static void test_live_member_behind_answers_probes(void)
+{
+	struct sim s;
+	sim_init(&s, 2, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 2, true);
+	s.now = 1 * MS;
+	int b = sim_join(&s, 300, 1, true);
+	long p0 = n_probe;
+	run_until(&s, 10 * SEC);
+	printf("  %ld probes in 10 s, %llu reclaims; shares a %.3f b %.3f\n", n_probe - p0,
+	       (unsigned long long)s.c->mem[b].reclaims, (double)held(&s, a) / (20.0 * SEC),
+	       (double)held(&s, b) / (20.0 * SEC));
+	CHECK(n_probe - p0 > 100);
+	CHECK_EQ(s.c->mem[a].reclaims + s.c->mem[b].reclaims, 0);
+	/* b (weight 300) can use one slot at most: it gets it all the time
+	 * (half the slot time, under its 3/4 share); a has the rest. */
+	CHECK(held(&s, b) >= 10 * SEC - 20 * MS);
+	CHECK(held(&s, a) + held(&s, b) == 2 * 10 * SEC); /* work conserving */
+	CHECK(!s.broken);
+	dom_core_destroy(s.c);
+}
+
+/* A member's own queued vCPUs never revoke it: alone, it is never ticked,
+ * revoked or probed (its seats are alike: a switch would gain nothing). */
+static void test_own_queue_never_revokes(void)
+{
+	struct sim s;
+	sim_init(&s, 2, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 3, true);
+	CHECK_EQ(s.c->mem[a].nqueued, 1);
+	CHECK_EQ(dom_core_next_deadline(s.c), UINT64_MAX);
+	long r0 = n_revoke, p0 = n_probe;
+	run_until(&s, 1 * SEC);
+	CHECK_EQ(n_revoke - r0, 0);
+	CHECK_EQ(n_probe - p0, 0);
+	CHECK_EQ(held(&s, a), 2 * SEC);
+	dom_core_destroy(s.c);
+}
+
+/* An answer is checked against what was sent: one never sent is refused
+ * and changes nothing; an old one clears only the probes it covers. */
+static void test_alive_checks_the_answer(void)
+{
+	struct sim s;
+	sim_init(&s, 1, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 1, true);
+	int b = sim_join(&s, 300, 1, true); /* queued, and will stay ahead */
+	s.m[a].deaf = true;                 /* answers by hand below */
+	CHECK_EQ(dom_core_alive(s.c, a, 0, s.now), 0); /* nothing sent: 0 is not ahead */
+	s.now = 10 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	/* b joined at the floor (a's vtime then); a ran 10 ms more: a is
+	 * ahead and is revoked, not probed. Let it give the slot back. */
+	CHECK_EQ(count_acts(&s, DOM_ACT_REVOKE, a), 1);
+	s.m[a].deaf = false;
+	sim_release(&s, a, 0, DOM_REL_YIELD);
+	CHECK(s.m[b].v[0].running);
+	/* b (weight 300) holds while a waits; its vtime grows 3x slower,
+	 * so it is behind a at its slice end: probed, not revoked. */
+	s.m[b].deaf = true;
+	s.now = 20 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(count_acts(&s, DOM_ACT_PROBE, b), 1);
+	uint32_t seq = s.c->mem[b].probe_seq;
+	CHECK(s.c->slot[0].probing);
+	CHECK_EQ(dom_core_alive(s.c, b, seq + 1, s.now), -EINVAL); /* never sent */
+	CHECK_EQ(dom_core_alive(s.c, b, seq + 1000, s.now), -EINVAL);
+	CHECK_EQ(dom_core_alive(s.c, -1, seq, s.now), -EINVAL);
+	CHECK_EQ(dom_core_alive(s.c, MAXM - 1, seq, s.now), -EINVAL); /* not a member */
+	CHECK(s.c->slot[0].probing);
+	CHECK_EQ(dom_core_alive(s.c, b, seq - 1, s.now), 0); /* older: covers nothing */
+	CHECK(s.c->slot[0].probing);
+	CHECK_EQ(dom_core_next_deadline(s.c), 25 * MS);
+	CHECK_EQ(dom_core_alive(s.c, b, seq, s.now + 1 * MS), 0);
+	CHECK(!s.c->slot[0].probing);
+	CHECK(dom_core_check(s.c) == NULL);
+	/* Answered: the deadline is the next slice end, and no reclaim. */
+	CHECK_EQ(dom_core_next_deadline(s.c), 30 * MS);
+	s.now = 25 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(s.nact_last, 0);
+	CHECK_EQ(s.c->mem[b].reclaims, 0);
+	dom_core_destroy(s.c);
+}
+
 static void test_join_mid_run(void)
 {
 	struct sim s;
@@ -181,11 +306,11 @@ static void test_join_mid_run(void)
 
 /* A member that asked for nothing banks no credit: back after 2 s idle,
  * it gets its share from then on, not the 2 s it missed. */
-static void test_idle_no_credit(void)
+static void idle_no_credit(int nvcpus_a)
 {
 	struct sim s;
 	sim_init(&s, 1, 10 * MS, 5 * MS);
-	int a = sim_join(&s, 100, 2, true);
+	int a = sim_join(&s, 100, nvcpus_a, true);
 	int b = sim_join(&s, 100, 2, false); /* blocks at its first revoke */
 	run_until(&s, 100 * MS);
 	for (int v = 0; v < 2; v++)
@@ -202,6 +327,14 @@ static void test_idle_no_credit(void)
 	/* Over 100 ms a 1:1 split; banked credit would give B all of it. */
 	CHECK(shares_within(got, (uint32_t[]){ 1, 1 }, 2, 0.2));
 	dom_core_destroy(s.c);
+}
+
+static void test_idle_no_credit(void)
+{
+	idle_no_credit(2);
+	/* a alone holds its one slot with nothing queued: no event for 2 s,
+	 * and b's wake must still see the floor of now (charge raises it). */
+	idle_no_credit(1);
 }
 
 /* A holder behind its weighted share keeps its slot at its slice end while
@@ -478,18 +611,18 @@ static void random_run(uint64_t seed, int nslots, int nevents)
 static void test_random_runs(void)
 {
 	int runs = 0;
-	n_grant = n_revoke = n_reclaim = n_kill = n_handoff = n_setgang = n_gang_wait = n_batch = 0;
+	n_grant = n_revoke = n_reclaim = n_kill = n_probe = n_handoff = n_setgang = n_gang_wait = n_batch = 0;
 	for (uint64_t seed = 1; seed <= 40; seed++) {
 		rng = seed * 0x9e3779b97f4a7c15ull;
 		random_run(seed * 0x9e3779b97f4a7c15ull, 1 + (int)(seed % 4), 5000);
 		runs++;
 	}
 	printf("  %d random runs of 5000 events, invariants after each: %ld grants, "
-	       "%ld revokes, %ld reclaims, %ld leaves, %ld hand-offs, %ld turned gang, "
+	       "%ld revokes, %ld probes, %ld reclaims, %ld leaves, %ld hand-offs, %ld turned gang, "
 	       "%ld events with a gang waiting on kept slots, %ld batches\n", runs, n_grant, n_revoke,
-	       n_reclaim, n_kill, n_handoff, n_setgang, n_gang_wait, n_batch);
+	       n_probe, n_reclaim, n_kill, n_handoff, n_setgang, n_gang_wait, n_batch);
 	/* Each kind of event really happened, many times. */
-	CHECK(n_grant > 10000 && n_revoke > 1000 && n_reclaim > 100 && n_kill > 100 &&
+	CHECK(n_grant > 10000 && n_revoke > 1000 && n_probe > 1000 && n_reclaim > 100 && n_kill > 100 &&
 	      n_handoff > 1000 && n_setgang > 100 && n_gang_wait > 100 && n_batch > 1000);
 }
 
@@ -500,6 +633,10 @@ int main(void)
 	RUN(test_handoff);
 	RUN(test_deaf_member_reclaimed);
 	RUN(test_overrun_member_granted_nothing);
+	RUN(test_stopped_member_behind_is_reclaimed);
+	RUN(test_live_member_behind_answers_probes);
+	RUN(test_own_queue_never_revokes);
+	RUN(test_alive_checks_the_answer);
 	RUN(test_weights_1_2);
 	RUN(test_weights_1_1_2);
 	RUN(test_join_mid_run);

@@ -238,6 +238,9 @@ void agent_apply(struct agent *a)
 			break;
 		case DOM_ACT_MOVE: /* members move slots among their own vCPUs themselves */
 			break;
+		case DOM_ACT_PROBE: /* the latest probe answers all before it */
+			__atomic_store_n(&dom_shm_live(&am->shm)->probe, c->mem[x->m].probe_seq, __ATOMIC_RELEASE);
+			break;
 		}
 		agent_mark_dirty(a, x->m);
 	}
@@ -255,9 +258,32 @@ void agent_apply(struct agent *a)
 	a->ndirty = 0;
 }
 
+/* The probed members' answers, read before the tick that would reclaim
+ * their slots: O(P). A value that was never sent is the member's own bad
+ * word; the probe then stays unanswered. */
+static void read_probe_acks(struct agent *a, uint64_t now)
+{
+	for (int s = 0; s < a->core->nslots; s++) {
+		const struct dom_slot *sl = &a->core->slot[s];
+		if (sl->m < 0 || !sl->probing)
+			continue;
+		struct agent_member *am = &a->mem[sl->m];
+		if (am->conn < 0 || !am->shm.req)
+			continue;
+		uint32_t ack = __atomic_load_n(&dom_shm_req_hdr(&am->shm)->probe_ack, __ATOMIC_ACQUIRE);
+		if (ack == am->probe_ack_seen)
+			continue;
+		am->probe_ack_seen = ack;
+		if (dom_core_alive(a->core, sl->m, ack, now))
+			am->bad_words++;
+	}
+}
+
 void agent_tick(struct agent *a)
 {
-	dom_core_tick(a->core, agent_now());
+	uint64_t now = agent_now();
+	read_probe_acks(a, now);
+	dom_core_tick(a->core, now);
 	for (int m = 0; m < a->max_members; m++)
 		if (a->mem[m].conn >= 0 && a->mem[m].shm.grant)
 			__atomic_fetch_add(&dom_shm_live(&a->mem[m].shm)->beat, 1, __ATOMIC_RELEASE);

@@ -81,6 +81,7 @@ static int write_json(struct agent *a, FILE *f, uint64_t now)
 			json_out_i64(o, slot, "member", sl->m);
 			json_out_i64(o, slot, "seat", sl->v);
 			json_out_bool(o, slot, "revoking", sl->revoking);
+			json_out_bool(o, slot, "probing", sl->probing);
 		} else {
 			json_out_null(o, slot, "member");
 		}
@@ -112,6 +113,7 @@ static int write_json(struct agent *a, FILE *f, uint64_t now)
 		json_out_u64(o, mem, "joined_ns", v.st.joined_ns);
 		json_out_f64(o, mem, "share", share(&v.st, a->core->nslots, now));
 		json_out_u64(o, mem, "reclaims", v.st.reclaims);
+		json_out_u64(o, mem, "probes", v.st.probes);
 		json_out_u64(o, mem, "bad_words", am->bad_words);
 		json_out_u64(o, mem, "revokes_obeyed", am->gave_back);
 		json_out_u64(o, mem, "revoke_to_release_mean_ns", am->gave_back ? am->gave_back_ns / am->gave_back : 0);
@@ -140,7 +142,7 @@ static void write_text(struct agent *a, FILE *f, uint64_t now)
 		const struct dom_slot *sl = &a->core->slot[s];
 		if (sl->m >= 0)
 			fprintf(f, "  %d  cpu %-3d  member %d seat %d%s\n", s, a->o->slot_cpu[s], sl->m, sl->v,
-				sl->revoking ? " (revoking)" : "");
+				sl->revoking ? " (revoking)" : sl->probing ? " (probed)" : "");
 		else
 			fprintf(f, "  %d  cpu %-3d  free\n", s, a->o->slot_cpu[s]);
 	}

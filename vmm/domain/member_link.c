@@ -303,6 +303,12 @@ static void *link_main(void *arg)
 		struct dom_grant_live *live = dom_shm_live(&l->shm);
 		uint32_t a = __atomic_load_n(&live->a2m, __ATOMIC_ACQUIRE);
 		uint32_t b = atomic_load(&l->local);
+		/* The agent's probe first: answering it is how the domain tells
+		 * this live member from a stopped one that would keep its slots. */
+		struct dom_req_hdr *rh0 = dom_shm_req_hdr(&l->shm);
+		uint32_t probe = __atomic_load_n(&live->probe, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&rh0->probe_ack, __ATOMIC_RELAXED) != probe)
+			__atomic_store_n(&rh0->probe_ack, probe, __ATOMIC_RELEASE);
 		struct todo t;
 		t.non = t.noff = 0;
 		t.policy[0] = '\0';

@@ -71,12 +71,17 @@ struct dom_grant_live {
 				member gives idle seats back at once); 0: it may
 				keep them (a PV wait and its kick then need no
 				round trip through the agent) */
+	uint32_t probe;      /* bumped when a slice of this member's is renewed
+				while another member waits: the member copies it
+				to its req header's probe_ack within the grace, or
+				the slot is reclaimed (a stopped member's is) */
 };
-/* req segment, line 0 (display and acknowledgement only: the agent shows it,
- * never decides on it) */
+/* req segment, line 0: acknowledgements. policy_* is display only; the
+ * agent decides on probe_ack only as far as dom_core_alive accepts it (a
+ * value never sent is refused and counted as a bad word). */
 struct dom_req_hdr {
 	uint32_t policy_ack;  /* the policy_gen the member has put in force */
-	uint32_t reserved;
+	uint32_t probe_ack;   /* the last grant-live probe the member saw */
 	uint64_t policy_at_ns; /* when (the member's CLOCK_MONOTONIC) */
 };
 /* req segment, after the seat words: per vCPU, for `vmm domain status` */
