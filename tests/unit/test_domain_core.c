@@ -159,13 +159,21 @@ static void test_overrun_member_granted_nothing(void)
  * vtime used to keep its slot, renewed at every slice end, because only a
  * member ahead was revoked. Now the renewal is a probe: unanswered by the
  * hard deadline, the slot is reclaimed as for an ignored revoke. */
+/* a (2 vCPUs) on both slots, then b (1 vCPU, 3x the weight: its vtime
+ * lags a's, so at its slice ends it is behind the waiting a). */
+static void behind_pair(struct sim *s, int *a, int *b)
+{
+	sim_init(s, 2, 10 * MS, 5 * MS);
+	*a = sim_join(s, 100, 2, true);
+	s->now = 1 * MS;
+	*b = sim_join(s, 300, 1, true);
+}
+
 static void test_stopped_member_behind_is_reclaimed(void)
 {
 	struct sim s;
-	sim_init(&s, 2, 10 * MS, 5 * MS);
-	int a = sim_join(&s, 100, 2, true); /* both slots */
-	s.now = 1 * MS;
-	int b = sim_join(&s, 300, 1, true); /* 3x the weight: its vtime lags */
+	int a, b;
+	behind_pair(&s, &a, &b);
 	run_until(&s, 200 * MS);
 	/* Find a moment where b holds a slot, a waits, and b is behind a. */
 	uint64_t t = s.now;
@@ -190,15 +198,13 @@ static void test_stopped_member_behind_is_reclaimed(void)
 	dom_core_destroy(s.c);
 }
 
-/* The same member answering its probes keeps its share and is never
- * reclaimed; and its probes are what kept it: a deaf twin loses the slot. */
+/* The same member answering its probes (the test above is its deaf twin)
+ * keeps its slot and is never reclaimed. */
 static void test_live_member_behind_answers_probes(void)
 {
 	struct sim s;
-	sim_init(&s, 2, 10 * MS, 5 * MS);
-	int a = sim_join(&s, 100, 2, true);
-	s.now = 1 * MS;
-	int b = sim_join(&s, 300, 1, true);
+	int a, b;
+	behind_pair(&s, &a, &b);
 	long p0 = n_probe;
 	run_until(&s, 10 * SEC);
 	printf("  %ld probes in 10 s, %llu reclaims; shares a %.3f b %.3f\n", n_probe - p0,
