@@ -217,7 +217,9 @@ struct kvm_cpuid2 *x86_cpuid_linux_for_vcpu(const struct kvm_cpuid2 *sup, unsign
 				e.ecx &= ~(ECX_AVX | ECX_FMA | ECX_F16C);
 			if (o->mask & CPUID_MASK_X2APIC)
 				e.ecx &= ~ECX_X2APIC;
-			/* KVM_GET_SUPPORTED_CPUID never lists it: KVM_CAP_TSC_DEADLINE_TIMER does */
+			/* KVM_CAP_TSC_DEADLINE_TIMER decides, not the list: KVM_GET_SUPPORTED_CPUID
+			 * left it out before Linux 6.15-ish and lists it on newer hosts */
+			e.ecx &= ~ECX_TSC_DEADLINE;
 			if (o->tsc_deadline)
 				e.ecx |= ECX_TSC_DEADLINE;
 			if (o->mask & CPUID_MASK_TSC_DEADLINE)
