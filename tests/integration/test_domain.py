@@ -450,11 +450,14 @@ def test_weights_one_to_two_give_shares_one_to_two():
     need_kvm()
     # A member behind its share is probed at its slice ends and must answer
     # within the grace, and one ahead is revoked; a reclaimed member loses
-    # its lead in vtime. The emulated SVM of the nested KVM can take longer
-    # than the default 5 ms to let a member's thread run (as to force a vCPU
-    # out), so the grace is longer there and the test asserts that neither
-    # honest member was reclaimed: the shares are then the core's.
-    grace = "1000000" if harness.nested() else "5000"
+    # its lead in vtime. The test asserts that neither honest member was
+    # reclaimed, so the shares are the core's; the grace is one an honest
+    # member meets on a loaded host. The default 5 ms is not: on a 2-CPU
+    # kvm_pvm host running the agent, two members' vCPU, link and loop
+    # threads, a release took up to 8.6 ms and a member was reclaimed 4-9
+    # times beside ~140 obeyed revokes; the nested KVM is slower still. Reclaim at
+    # the hard deadline is the SIGSTOP test's and test_domain_core's.
+    grace = "1000000" if harness.nested() else "100000"
     with Domain("weights", pcpus=2, extra=("--grace-us", grace)) as dom, tempfile.TemporaryDirectory() as d:
         procs = [dom.member("-c", "2", "--lock", "tas", "--pv-spinlock", "off", "--duration", _dur(7), "--name",
                             "w%d" % w, "--weight", str(w), json_path=os.path.join(d, "r%d.json" % w))
