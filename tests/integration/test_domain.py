@@ -455,8 +455,8 @@ def test_weights_one_to_two_give_shares_one_to_two():
     # member meets on a loaded host. The default 5 ms is not: on a 2-CPU
     # kvm_pvm host running the agent, two members' vCPU, link and loop
     # threads, a release took up to 8.6 ms and a member was reclaimed 4-9
-    # times beside ~140 obeyed revokes; the nested KVM is slower still. Reclaim at
-    # the hard deadline is the SIGSTOP test's and test_domain_core's.
+    # times beside ~140 obeyed revokes; the nested KVM is slower still.
+    # Reclaim at the hard deadline is the SIGSTOP test's and test_domain_core's.
     grace = "1000000" if harness.nested() else "100000"
     with Domain("weights", pcpus=2, extra=("--grace-us", grace)) as dom, tempfile.TemporaryDirectory() as d:
         procs = [dom.member("-c", "2", "--lock", "tas", "--pv-spinlock", "off", "--duration", _dur(7), "--name",

@@ -21,10 +21,11 @@
 #define TSC_DEADLINE (1u << 24)
 #define MTRR (1u << 12)
 
-/* A host's supported CPUID as KVM lists it: no TSC-deadline bit, and here no
- * MTRR either (a host CPU without it), plus the KVM PV leaf. */
 /* Whether the fake KVM_GET_SUPPORTED_CPUID lists TSC-deadline, as newer KVMs do. */
 static bool sup_lists_tsc_deadline;
+
+/* A host's supported CPUID as KVM lists it: TSC-deadline as set above, no
+ * MTRR (a host CPU without it), plus the KVM PV leaf. */
 
 static struct kvm_cpuid2 *fake_supported(void)
 {

@@ -217,13 +217,11 @@ struct kvm_cpuid2 *x86_cpuid_linux_for_vcpu(const struct kvm_cpuid2 *sup, unsign
 				e.ecx &= ~(ECX_AVX | ECX_FMA | ECX_F16C);
 			if (o->mask & CPUID_MASK_X2APIC)
 				e.ecx &= ~ECX_X2APIC;
-			/* KVM_CAP_TSC_DEADLINE_TIMER decides, not the list: KVM_GET_SUPPORTED_CPUID
-			 * left it out before Linux 6.15-ish and lists it on newer hosts */
+			/* x86_cpuid_linux_offer decided (the cap, unless masked), not the
+			 * list: older KVMs leave the bit out of it, kvm_pvm on 6.18 lists it */
 			e.ecx &= ~ECX_TSC_DEADLINE;
 			if (o->tsc_deadline)
 				e.ecx |= ECX_TSC_DEADLINE;
-			if (o->mask & CPUID_MASK_TSC_DEADLINE)
-				e.ecx &= ~ECX_TSC_DEADLINE;
 			/* KVM emulates the MTRR MSRs in its common x86 code on every host
 			 * and lists the bit only when the host CPU has it; x86_msrs_linux
 			 * programs them on every vCPU, so the bit says what is there.
