@@ -152,12 +152,16 @@ def test_wake_ups_cut_the_running_slices():
     fraction of a slice. Seen in wake_cut_slices; 0 turns it off."""
     need_kvm()
     slice_us = 10000 if harness.nested() else 6000
-    # Waiters sleep only when the lock stops moving: its holder preempted.
-    # Without safe points slice ends preempt holders, so kicks are sure to
-    # come; a short spin threshold makes the waiters sleep at once.
-    args = ("-c", "4", "--pcpus", "2", "--lock", "pvticket", "--spin-threshold", "16", "--yield", "none",
-            "--safe-point", "off", "--slice-us", str(slice_us), "--duration", "2s" if harness.nested() else "500ms",
-            "-q")
+    # A cut needs a kicked waiter to queue while both slots are held past
+    # the wake slice. Long sections (2M TSC cycles, about 1 ms) make waiters
+    # sleep (short spin threshold) and kicks come at each release; longer
+    # private work keeps the others runnable, so the kicked one queues. With
+    # the default short sections a fast host (kvm_pvm) kicks waiters into
+    # slots their halted peers left free: a cut was rare there (0-2 in 500 ms).
+    # Without safe points slice ends also preempt holders.
+    args = ("-c", "4", "--pcpus", "2", "--lock", "pvticket", "--spin-threshold", "16", "--cs-cycles", "2000000",
+            "--work-cycles", "4000000", "--yield", "none", "--safe-point", "off", "--slice-us", str(slice_us),
+            "--duration", "2s" if harness.nested() else "500ms", "-q")
     r = vmm(*args, timeout=300)
     assert r.rc == 0, r
     check_mutual_exclusion(r.report)
