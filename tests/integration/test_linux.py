@@ -52,6 +52,7 @@ def emulated_cpl0():
 FULL_BOOT_CMDLINE = "console=ttyS0 reboot=k vmm.disk"
 USER_SPACE = "VMM-INIT-OK"
 REFERENCE_BOUND_S, REFERENCE_STALL_S = 600, 90
+REFERENCE_BOOTS = 3
 
 
 def kvm_identity():
@@ -75,17 +76,25 @@ def qemu_reference_verdict(vmlinuz, initrd):
             return v
     except (OSError, ValueError, KeyError):
         pass
-    with tempfile.TemporaryDirectory() as d:
-        disk = os.path.join(d, "disk.img")
-        with open(disk, "wb") as f:
-            f.truncate(8 << 20)
-        b = qemu_reference.boot(vmlinuz, initrd, FULL_BOOT_CMDLINE, disk, USER_SPACE,
-                                REFERENCE_BOUND_S, REFERENCE_STALL_S)
+    # A KVM that boots the kernel only sometimes (the nested kvm_amd-on-TCG
+    # deadlocks at random: docs/nested-kvm.md) cannot tell vmm's bug from its
+    # own, so QEMU must reach user space REFERENCE_BOOTS times in a row; the
+    # first boot that does not is the verdict.
+    for n in range(REFERENCE_BOOTS):
+        with tempfile.TemporaryDirectory() as d:
+            disk = os.path.join(d, "disk.img")
+            with open(disk, "wb") as f:
+                f.truncate(8 << 20)
+            b = qemu_reference.boot(vmlinuz, initrd, FULL_BOOT_CMDLINE, disk, USER_SPACE,
+                                    REFERENCE_BOUND_S, REFERENCE_STALL_S)
+        print(f"    QEMU -accel kvm reference {n + 1}/{REFERENCE_BOOTS}: user space "
+              f"{'reached' if b.reached else 'not reached'} in {b.seconds:.0f}s; last: {b.last_lines(2)[-160:]}")
+        if not b.reached:
+            break
     v = {"key": key, "at": time.time(), "reached": b.reached, "seconds": round(b.seconds),
          "quiet_s": round(b.stalled_s or 0), "last": b.last_lines(2),
-         "run_init": "Run /init as init process" in b.console}
-    print(f"    QEMU -accel kvm reference: user space {'reached' if b.reached else 'not reached'} "
-          f"in {b.seconds:.0f}s; last: {v['last'][-160:]}")
+         "run_init": "Run /init as init process" in b.console, "boots": n + 1,
+         "boots_needed": REFERENCE_BOOTS}
     with open(cache, "w") as f:
         json.dump(v, f)
     return v
@@ -97,7 +106,8 @@ def need_qemu_to_reach(vmlinuz, initrd, what):
     v = qemu_reference_verdict(vmlinuz, initrd)
     if not (v["reached"] if what == "user space" else v["run_init"]):
         raise harness.Skip(
-            f"QEMU -accel kvm on this KVM ({kvm_identity()}) does not reach {what} with this kernel either: "
+            f"QEMU -accel kvm on this KVM ({kvm_identity()}) does not reach {what} with this kernel either "
+            f"(boot {v.get('boots', 1)} of the {v.get('boots_needed', 1)} in a row it must make): "
             f"its console went quiet {v['seconds'] - v['quiet_s']}s into the boot (then {v['quiet_s']}s "
             f"of silence; last: {v['last'][-160:]!r}); measured "
             f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(v['at']))} UTC, see docs/nested-kvm.md")
