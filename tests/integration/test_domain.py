@@ -125,7 +125,6 @@ def test_domain_command_errors_are_one_line_and_exit_2():
             (("domain", "set", "nosuch", "zero", "--weight", "2"), "neither a member id"),
             (("domain", "set", "nosuch", "0", "--weight", "0"), "--weight"),
             (("domain", "set", "nosuch", "0", "--yield", "bogus"), "unknown policy"),
-            (("domain", "start", "x", "--pcpus", "1", "--prio", "rt"), "--prio"),
             (("domain", "stop", "nosuch"), "no domain 'nosuch' is running"),
             (("domain", "frob"), "unknown subcommand"),
         ]:
@@ -161,77 +160,6 @@ def test_agent_serves_status_refuses_a_second_agent_and_stops_clean():
         rc, err = dom.stop()
         assert rc == 0, err
         assert not os.path.exists(dom.sock), "the socket outlived its agent"
-
-
-def _policy(tid):
-    """A thread's scheduling policy, without the reset-on-fork flag."""
-    return os.sched_getscheduler(tid) & ~os.SCHED_RESET_ON_FORK
-
-
-# what each thread_prio name means to the host
-_PRIO_POLICY = {"fifo": os.SCHED_FIFO, "slice": os.SCHED_OTHER, "normal": os.SCHED_OTHER}
-
-
-def test_the_agent_asks_for_the_cpu_first_unless_told_not_to():
-    """The agent is on the path of every hand-off between VMs: it runs
-    SCHED_FIFO 1 where the host allows (root here: CAP_SYS_NICE), so its
-    wake-ups do not wait behind vCPU threads; `--prio normal` leaves it a
-    plain thread. Status and the start line say which it got."""
-    with Domain("prio", pcpus=1) as dom:
-        st = dom.status()
-        assert st["prio"] == "fifo", st
-        if os.geteuid() == 0:
-            assert st["agent_prio"] == "fifo", st
-        assert _policy(dom.p.pid) == _PRIO_POLICY[st["agent_prio"]], (st, os.sched_getscheduler(dom.p.pid))
-        assert "agent %s" % st["agent_prio"] in dom.ready_line, dom.ready_line
-    with Domain("prio", pcpus=1, extra=("--prio", "normal")) as dom:
-        st = dom.status()
-        assert st["prio"] == st["agent_prio"] == "normal", st
-        assert os.sched_getscheduler(dom.p.pid) == os.SCHED_OTHER, os.sched_getscheduler(dom.p.pid)
-
-
-def _threads(pid):
-    """{tid: name} of a process."""
-    out = {}
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
-                out[int(tid)] = f.read().strip()
-        except OSError:
-            pass
-    return out
-
-
-@harness.nested_stage
-def test_a_members_link_thread_alone_asks_for_the_cpu_first():
-    """The agent tells members its --prio: the link thread (agent -> vCPU
-    hand-offs) takes it, and no other thread of the member does: vCPU
-    threads running guest code as SCHED_FIFO would starve the host."""
-    need_kvm()
-    for prio in ("fifo", "normal"):
-        with Domain("link", pcpus=2, extra=("--prio", prio)) as dom, tempfile.TemporaryDirectory() as d:
-            j = os.path.join(d, "r.json")
-            p = dom.member("-c", "4", "--lock", "ticket", "--duration", _dur(1), json_path=j)
-            _wait_members(dom, 1, [p])
-            time.sleep(0.2)
-            names = _threads(p.pid)
-            pols = {}
-            for tid, name in names.items():
-                try:
-                    pols[name + ":%d" % tid] = _policy(tid)
-                except OSError:
-                    pass
-            rc, out, err = _finish(p)
-            assert rc == 0, err[-2000:]
-            got = _report(j)["domain"]["link_prio"]
-            if os.geteuid() == 0:
-                assert got == prio, (prio, got)
-            link = [k for k in pols if k.startswith("vmm-link:")]
-            assert len(link) == 1, pols
-            assert pols[link[0]] == _PRIO_POLICY[got], (got, pols)
-            others = {k: v for k, v in pols.items() if k not in link}
-            assert len(others) >= 5 and all(v == os.SCHED_OTHER for v in others.values()), others
-            assert "link thread %s" % got in out, out[-1500:]
 
 
 def _hdr(t, length):

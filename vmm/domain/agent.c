@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include "vmm/domain/paths.h"
-#include "vmm/host/thread_prio.h"
 
 #define AGENT_BEAT_NS (100 * 1000000ull) /* members watch `beat` (DOMAIN.md) */
 #define AGENT_RING 512
@@ -478,16 +477,13 @@ int dom_agent_run(const struct dom_agent_opts *o, char *why, size_t len)
 		agent_fini(&a);
 		return rc;
 	}
-	/* before the first member: every hand-off between VMs wakes it */
-	a.prio = (int)thread_prio_raise((enum thread_prio)o->prio);
 	agent_poll(&a, a.lsock, agent_tag(AEV_LISTEN, 0, 0));
 	agent_read(&a, a.sigfd, a.sig_buf, sizeof(a.sig_buf), agent_tag(AEV_SIGNAL, 0, 0));
 	printf("vmm: domain %s: %d slot%s on CPU%s", o->name, o->nslots, o->nslots == 1 ? "" : "s",
 	       o->nslots == 1 ? "" : "s");
 	for (int s = 0; s < o->nslots; s++)
 		printf("%s%d", s ? "," : " ", o->slot_cpu[s]);
-	printf("; socket %s; confinement: self (not enforced); agent %s\n", a.sock_path,
-	       thread_prio_name((enum thread_prio)a.prio));
+	printf("; socket %s; confinement: self (not enforced)\n", a.sock_path);
 	fflush(stdout);
 	while (!a.stop) {
 		arm_timer(&a);

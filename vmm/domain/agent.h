@@ -18,8 +18,6 @@ struct dom_agent_opts {
 	uint64_t slice_ns, grace_ns;   /* 0: the core's defaults */
 	int gid;                       /* group given access; -1: the agent's own */
 	int max_members;               /* 0: 256 */
-	int prio;                      /* enum thread_prio for the agent and
-					  members' link threads (--prio) */
 };
 
 /*

@@ -57,7 +57,6 @@ struct agent {
 	struct agent_conn *conn;     /* [max_conns] */
 	int max_members, max_conns;
 	uint64_t epoch, start_ns;
-	int prio;                    /* enum thread_prio the agent got */
 	struct __kernel_timespec ts;
 	uint64_t timer_at;           /* the armed tick, UINT64_MAX: none */
 	bool timer_armed;

@@ -87,7 +87,6 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 		snprintf(live->policy, sizeof(live->policy), "%s", j->policy);
 		live->waiting = a->waiting;
 		live->weight = j->weight;
-		live->link_prio = (uint32_t)a->o->prio;
 		am->bell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		rc = am->bell < 0 ? -errno : 0;
 	}

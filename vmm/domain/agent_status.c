@@ -14,7 +14,6 @@
 
 #include "lib/json_out.h"
 #include "sched/types.h"
-#include "vmm/host/thread_prio.h"
 
 static const char *vstate_name(uint32_t s)
 {
@@ -71,8 +70,6 @@ static int write_json(struct agent *a, FILE *f, uint64_t now)
 	json_out_u64(o, top, "slice_ns", a->core->slice_ns);
 	json_out_u64(o, top, "grace_ns", a->core->grace_ns);
 	json_out_str(o, top, "confinement", "self (not enforced)");
-	json_out_str(o, top, "agent_prio", thread_prio_name((enum thread_prio)a->prio));
-	json_out_str(o, top, "prio", thread_prio_name((enum thread_prio)a->o->prio));
 	json_out_u64(o, top, "refused", a->refused);
 	json_t *slots = json_out_arr(o, top, "slots");
 	for (int s = 0; s < a->core->nslots; s++) {
@@ -137,9 +134,9 @@ static int write_json(struct agent *a, FILE *f, uint64_t now)
 
 static void write_text(struct agent *a, FILE *f, uint64_t now)
 {
-	fprintf(f, "domain %s: %d slots, slice %.1f ms, grace %.1f ms; agent pid %d (%s), up %.1f s; confinement: self (not enforced)\n",
+	fprintf(f, "domain %s: %d slots, slice %.1f ms, grace %.1f ms; agent pid %d, up %.1f s; confinement: self (not enforced)\n",
 		a->o->name, a->core->nslots, (double)a->core->slice_ns / 1e6, (double)a->core->grace_ns / 1e6,
-		(int)getpid(), thread_prio_name((enum thread_prio)a->prio), (double)(now - a->start_ns) / 1e9);
+		(int)getpid(), (double)(now - a->start_ns) / 1e9);
 	fprintf(f, "slots:\n");
 	for (int s = 0; s < a->core->nslots; s++) {
 		const struct dom_slot *sl = &a->core->slot[s];

@@ -21,13 +21,12 @@
 #include "vmm/domain/client.h"
 #include "vmm/domain/paths.h"
 #include "vmm/errors.h"
-#include "vmm/host/thread_prio.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: vmm domain start NAME (--pcpus N | --cpus LIST) [--slice-us N] [--grace-us N]\n"
-		"                        [--group GROUP] [--max-members N] [--prio fifo|slice|normal]\n"
+		"                        [--group GROUP] [--max-members N]\n"
 		"       vmm domain status NAME [--json]\n"
 		"       vmm domain set NAME VM [--weight N] [--yield POLICY]   (VM: member id, or pid:PID)\n"
 		"       vmm domain stop NAME\n"
@@ -95,11 +94,10 @@ static int cmd_start(int argc, char **argv)
 		{ "pcpus", required_argument, NULL, 'p' }, { "cpus", required_argument, NULL, 'c' },
 		{ "slice-us", required_argument, NULL, 's' }, { "grace-us", required_argument, NULL, 'g' },
 		{ "group", required_argument, NULL, 'G' }, { "max-members", required_argument, NULL, 'm' },
-		{ "prio", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	static struct dom_agent_opts o;
-	o = (struct dom_agent_opts){ .gid = -1, .prio = THREAD_PRIO_FIFO };
+	o = (struct dom_agent_opts){ .gid = -1 };
 	unsigned long v, npcpus = 0;
 	const char *cpus = NULL;
 	int c;
@@ -135,10 +133,6 @@ static int cmd_start(int argc, char **argv)
 			if (number(optarg, 1, 4096, &v))
 				return user_error("--max-members: '%s' is not a number 1..4096%s", optarg, "");
 			o.max_members = (int)v;
-			break;
-		case 'P':
-			if ((o.prio = thread_prio_parse(optarg)) < 0)
-				return user_error("--prio: '%s' is not fifo, slice or normal%s", optarg, "");
 			break;
 		case 'h':
 			usage(stdout);

@@ -31,7 +31,6 @@
 #include "sched/sched.h"
 #include "vmm/domain/paths.h"
 #include "vmm/domain/shm.h"
-#include "vmm/host/thread_prio.h"
 
 #define LINK_WAKE_NS (100 * 1000000ull)  /* how often the link looks at the agent unasked */
 #define LINK_HUNG_NS (1000 * 1000000ull) /* no beat for this long while asking: agent hung */
@@ -291,14 +290,6 @@ static int wait_two(const uint32_t *a2m, uint32_t a, const _Atomic uint32_t *loc
 static void *link_main(void *arg)
 {
 	struct dlink *l = arg;
-	/* Before the filter (it has no sched_setattr): as the agent asks, for
-	 * this thread alone; the vCPU threads stay as they are. Garbage from the
-	 * agent asks for nothing. */
-	uint32_t want = __atomic_load_n(&dom_shm_live(&l->shm)->link_prio, __ATOMIC_RELAXED);
-	enum thread_prio got = thread_prio_raise(want <= THREAD_PRIO_FIFO ? (enum thread_prio)want : THREAD_PRIO_NORMAL);
-	pthread_mutex_lock(&l->mu);
-	l->rep.link_prio = (int)got;
-	pthread_mutex_unlock(&l->mu);
 	l->start_rc = l->hooks.sandbox ? l->hooks.sandbox(l->hooks.ctx, l->sock) : 0;
 	int rc = l->start_rc;
 	sem_post(&l->started);

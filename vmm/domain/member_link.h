@@ -55,7 +55,6 @@ struct dlink_report {
 	uint64_t policy_changes;
 	uint64_t rejoins;     /* taken back by a new agent */
 	uint64_t rejoin_ns;   /* the last time */
-	int link_prio;        /* enum thread_prio the link thread got */
 };
 
 /* Connects and joins; -ENOENT: no such domain, -EACCES: not allowed in;

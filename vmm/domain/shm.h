@@ -75,9 +75,6 @@ struct dom_grant_live {
 				while another member waits: the member copies it
 				to its req header's probe_ack within the grace, or
 				the slot is reclaimed (a stopped member's is) */
-	uint32_t link_prio;  /* set at join: the enum thread_prio the member's
-				link thread asks the host for (the agent's --prio;
-				vmm/host/thread_prio.h) */
 };
 /* req segment, line 0: acknowledgements. policy_* is display only; the
  * agent decides on probe_ack only as far as dom_core_alive accepts it (a

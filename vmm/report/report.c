@@ -7,7 +7,6 @@
 #include "vcpu/x86/regs_dump.h"
 #include "vmm/errors.h"
 #include "vmm/core/vm_linux.h"
-#include "vmm/host/thread_prio.h"
 
 const char *report_status_name(int status)
 {
@@ -155,10 +154,9 @@ static void print_domain(FILE *out, const struct run *r)
 {
 	struct dlink_report d;
 	dlink_get_report(r->domain, &d);
-	fprintf(out, "domain     %s: member %d, %d seats of its %d slots, weight %u; %llu grants, %llu revokes, %llu reclaims; link thread %s\n",
+	fprintf(out, "domain     %s: member %d, %d seats of its %d slots, weight %u; %llu grants, %llu revokes, %llu reclaims\n",
 		r->cfg->domain, r->dom.member, r->dom.nseats, r->dom.nslots, r->cfg->weight,
-		(unsigned long long)d.grants, (unsigned long long)d.revokes, (unsigned long long)d.reclaims,
-		thread_prio_name((enum thread_prio)d.link_prio));
+		(unsigned long long)d.grants, (unsigned long long)d.revokes, (unsigned long long)d.reclaims);
 	unsigned n = atomic_load(&r->npolicy_changes);
 	for (unsigned i = 0; i < n; i++)
 		fprintf(out, "yield      %s from %.3f s (changed live)\n", r->policy_change[i].policy,

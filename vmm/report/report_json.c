@@ -4,7 +4,6 @@
 #include "lib/json_out.h"
 #include "vmm/report/report.h"
 #include "vmm/core/vm_linux.h"
-#include "vmm/host/thread_prio.h"
 
 /* A Linux guest: what it was booted with, and what CPUID offered it and why. */
 static void json_domain(struct json_out *o, json_t *parent, const struct run *r);
@@ -109,7 +108,6 @@ static void json_domain(struct json_out *o, json_t *parent, const struct run *r)
 	json_out_u64(o, domain, "grants", d.grants);
 	json_out_u64(o, domain, "revokes", d.revokes);
 	json_out_u64(o, domain, "reclaims", d.reclaims);
-	json_out_str(o, domain, "link_prio", thread_prio_name((enum thread_prio)d.link_prio));
 	json_out_bool(o, domain, "agent_lost", d.lost);
 	if (d.lost) {
 		json_out_f64(o, domain, "agent_lost_at_s", d.lost_ns > r->start_ns ? (double)(d.lost_ns - r->start_ns) / 1e9 : 0.0);
