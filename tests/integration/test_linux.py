@@ -63,11 +63,11 @@ def kvm_identity():
 def qemu_reference_verdict(vmlinuz, initrd):
     """Whether QEMU -accel kvm boots the full-boot kernel and initramfs to
     user space on this KVM, and what it showed: measured once a day per
-    kernel package, KVM and QEMU version (every stage of one `make test`
+    kernel package, KVM, QEMU version and REFERENCE_BOOTS (every stage of one `make test`
     shares it), kept in BUILD/linux/qemu-reference.json."""
     qemu = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True, text=True).stdout
     with open(os.path.join(os.path.dirname(vmlinuz), "kernel-package")) as f:
-        key = f"{f.read().strip()} {kvm_identity()} {qemu.splitlines()[0] if qemu else ''}"
+        key = f"{f.read().strip()} {kvm_identity()} {qemu.splitlines()[0] if qemu else ''} x{REFERENCE_BOOTS}"
     cache = os.path.join(os.path.dirname(vmlinuz), "qemu-reference.json")
     try:
         with open(cache) as f:
@@ -93,8 +93,7 @@ def qemu_reference_verdict(vmlinuz, initrd):
             break
     v = {"key": key, "at": time.time(), "reached": b.reached, "seconds": round(b.seconds),
          "quiet_s": round(b.stalled_s or 0), "last": b.last_lines(2),
-         "run_init": "Run /init as init process" in b.console, "boots": n + 1,
-         "boots_needed": REFERENCE_BOOTS}
+         "run_init": "Run /init as init process" in b.console, "boots": n + 1}
     with open(cache, "w") as f:
         json.dump(v, f)
     return v
@@ -107,7 +106,7 @@ def need_qemu_to_reach(vmlinuz, initrd, what):
     if not (v["reached"] if what == "user space" else v["run_init"]):
         raise harness.Skip(
             f"QEMU -accel kvm on this KVM ({kvm_identity()}) does not reach {what} with this kernel either "
-            f"(boot {v.get('boots', 1)} of the {v.get('boots_needed', 1)} in a row it must make): "
+            f"(boot {v['boots']} of the {REFERENCE_BOOTS} in a row it must make): "
             f"its console went quiet {v['seconds'] - v['quiet_s']}s into the boot (then {v['quiet_s']}s "
             f"of silence; last: {v['last'][-160:]!r}); measured "
             f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(v['at']))} UTC, see docs/nested-kvm.md")

@@ -26,7 +26,6 @@ static bool sup_lists_tsc_deadline;
 
 /* A host's supported CPUID as KVM lists it: TSC-deadline as set above, no
  * MTRR (a host CPU without it), plus the KVM PV leaf. */
-
 static struct kvm_cpuid2 *fake_supported(void)
 {
 	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + 3 * sizeof(c->entries[0]));
