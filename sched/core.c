@@ -317,7 +317,7 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 	c->nvcpus = p->nvcpus;
 	c->nslots = p->npcpus;
 	c->nvms = nvms;
-	c->slice_ns = p->slice_ns ? p->slice_ns : SCHED_DEFAULT_SLICE_NS;
+	c->slice_ns = c->base_slice_ns = p->slice_ns ? p->slice_ns : SCHED_DEFAULT_SLICE_NS;
 	c->ple_window_ns = p->ple_window_ns ? p->ple_window_ns : SCHED_DEFAULT_PLE_WINDOW_NS;
 	c->defer_max_ns = p->defer_max_ns ? p->defer_max_ns : SCHED_DEFAULT_DEFER_MAX_NS;
 	c->defer = p->defer;

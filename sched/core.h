@@ -143,7 +143,10 @@ struct sched_slot_end {  /* scratch for a tick's slice ends */
 
 struct sched_core {
 	int nvcpus, nslots, nvms;
-	uint64_t slice_ns, ple_window_ns, defer_max_ns;
+	uint64_t slice_ns;       /* in force: max(base_slice_ns, slice_floor_ns) */
+	uint64_t base_slice_ns;  /* params.slice_ns */
+	uint64_t slice_floor_ns; /* sched_core_set_slice_floor; 0: none */
+	uint64_t ple_window_ns, defer_max_ns;
 	unsigned spin_sources;
 	bool defer;
 	bool guest_slice;        /* params.guest_slice */
@@ -227,6 +230,12 @@ void sched_core_resumed(struct sched_core *c, int v, uint64_t now);
  * SLOT_OFF again, so every offline request gets its answer. */
 void sched_core_slot_online(struct sched_core *c, int slot, uint64_t now);
 void sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now);
+/* A domain member's slices last at least ns while another member waits for
+ * a slot (0: as params.slice_ns again). The domain's revoke then ends a
+ * seat's slice, one switch, instead of a rotation of the member's own just
+ * before it and the revoke's switch right after. Running vCPUs' guests are
+ * told their slice's new end. */
+void sched_core_set_slice_floor(struct sched_core *c, uint64_t ns, uint64_t now);
 /* Switches the yield policy live: -EINVAL for an unknown name (nothing
  * changes), the new policy's init error (the old one stays), else 0. */
 int sched_core_set_policy(struct sched_core *c, const char *name, uint64_t now);

@@ -71,3 +71,20 @@ void sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now)
 	 * boundary, within defer_max_ns. */
 	sched_core_request_preempt(c, sl->vcpu, now);
 }
+
+void sched_core_set_slice_floor(struct sched_core *c, uint64_t ns, uint64_t now)
+{
+	SC_EVENT(c, now);
+	uint64_t want = ns > c->base_slice_ns ? ns : c->base_slice_ns;
+	c->slice_floor_ns = ns;
+	if (want == c->slice_ns)
+		return;
+	c->slice_ns = want;
+	sc_trace(c, SCHED_TR_SLICE_FLOOR, -1, (int)(ns / 1000), now);
+	/* a guest timing its own slice would otherwise claim at the old end */
+	for (int s = 0; s < c->nslots; s++) {
+		int v = c->slot[s].vcpu;
+		if (v >= 0 && c->v[v].state == SCHED_ST_RUNNING && !sc_outgoing(&c->v[v]))
+			sc_gslice_new_slice(c, v, now);
+	}
+}

@@ -594,6 +594,13 @@ int sched_set_policy(struct sched *s, const char *name)
 	return r;
 }
 
+void sched_set_slice_floor(struct sched *s, uint64_t ns)
+{
+	sched_core_set_slice_floor(s->c, ns, lock(s));
+	run_actions(s);
+	unlock_sched(s);
+}
+
 void sched_slots_keep(struct sched *s, bool keep)
 {
 	pthread_mutex_lock(&s->mu);

@@ -160,6 +160,9 @@ int sched_slots_online(struct sched *s);
  * domain member whose agent is gone, or nobody else in the domain waits).
  * Turning keep off gives the idle ones back now. */
 void sched_slots_keep(struct sched *s, bool keep);
+/* sched_core_set_slice_floor: a domain member's slices while another
+ * member waits (0: none). */
+void sched_set_slice_floor(struct sched *s, uint64_t ns);
 /* v's state now (for status displays). */
 enum sched_vstate sched_vcpu_state(struct sched *s, int v);
 

@@ -54,6 +54,7 @@ enum sched_trace_ev {
 	SCHED_TR_POLICY,      /* the policy changed to sched_policy_names()[arg]; v = -1 */
 	SCHED_TR_SLICE_GUEST, /* v ended its own slice (guest-timed slices) */
 	SCHED_TR_SLICE_CUT,   /* v's slice was cut short for a woken vCPU */
+	SCHED_TR_SLICE_FLOOR, /* the slice floor became arg µs (0: none); v = -1 */
 	SCHED_TR_COUNT,       /* keep last */
 };
 

@@ -99,6 +99,7 @@ static const char *instant_of(uint32_t ev)
 	case SCHED_TR_POLICY: return "policy changed";
 	case SCHED_TR_SLICE_GUEST: return "slice ended by the guest";
 	case SCHED_TR_SLICE_CUT: return "slice cut for a wake-up";
+	case SCHED_TR_SLICE_FLOOR: return "slice floor (another domain member waits)";
 	default: return NULL;
 	}
 }

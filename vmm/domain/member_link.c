@@ -298,6 +298,7 @@ static void *link_main(void *arg)
 	uint32_t beat = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
 	uint64_t beat_at = now_ns(), published = 0, tried = 0;
 	bool keeping = false;
+	uint64_t floor_set = 0;
 	while (!atomic_load(&l->stopping)) {
 		/* a new agent replaces the segments: this iteration's */
 		struct dom_grant_live *live = dom_shm_live(&l->shm);
@@ -329,6 +330,14 @@ static void *link_main(void *arg)
 		if (keep != keeping) {
 			sched_slots_keep(l->s, keep);
 			keeping = keep;
+		}
+		/* While others wait, the domain's revoke ends a seat's slice (one
+		 * switch); a rotation of this VM's own just before it would be a
+		 * second. Past slice + grace the revoke is late: rotate anyway. */
+		uint64_t floor = keep ? 0 : l->info.slice_ns + l->info.grace_ns;
+		if (floor != floor_set) {
+			sched_set_slice_floor(l->s, floor);
+			floor_set = floor;
 		}
 		if (t.give_back)
 			ring(l);
