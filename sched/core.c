@@ -173,8 +173,10 @@ void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
 	struct sched_vcore *x = &c->v[v];
 	sc_sticky_grant(c, v, slot);
 	c->slot[slot].vcpu = v;
-	if (fresh)
+	if (fresh) {
 		c->slot[slot].slice_start = now;
+		c->slot[slot].floor_off = false;
+	}
 	x->resume_due = true;
 	x->fresh_slice = fresh;
 	c->gs_dirty = true;
@@ -437,7 +439,7 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 			if (v < 0 || sc_outgoing(&c->v[v]))
 				continue;
 			uint64_t t = sc_gslice(c, v) && !sc_slice_cut(c) ? sc_gslice_hard(c, s) :
-				     c->slot[s].slice_start + sc_slice_ns(c);
+				     c->slot[s].slice_start + sc_slice_ns(c, s);
 			if (t < d)
 				d = t;
 		}

@@ -133,6 +133,8 @@ struct sched_slot {
 	uint32_t gen;            /* times it went OFFLINE: it may come back
 				    on another host CPU, which is not warm */
 	uint64_t slice_start;
+	bool floor_off;          /* its holder spun past its own slice: the
+				    slice floor no longer keeps this slice */
 	enum sched_slot_state state;
 };
 

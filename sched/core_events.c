@@ -74,10 +74,9 @@ static void slice_ends(struct sched_core *c, uint64_t now)
 	struct sched_slot_end *e = c->ended;
 	int k = 0;
 	bool cut = sc_slice_cut(c);
-	uint64_t slice = sc_slice_ns(c);
 	for (int s = 0; s < c->nslots; s++) {
 		int v = c->slot[s].vcpu;
-		if (v < 0 || sc_outgoing(&c->v[v]) || now - c->slot[s].slice_start < slice)
+		if (v < 0 || sc_outgoing(&c->v[v]) || now - c->slot[s].slice_start < sc_slice_ns(c, s))
 			continue;
 		/* A guest that times its slice leaves by itself: only its
 		 * hard deadline is the core's business, unless a woken vCPU
@@ -89,7 +88,7 @@ static void slice_ends(struct sched_core *c, uint64_t now)
 	qsort(e, (size_t)k, sizeof(*e), cmp_ended);
 	for (int i = 0; i < k && budget > 0; i++) {
 		int v = c->slot[e[i].slot].vcpu;
-		if (now - e[i].start < c->slice_ns) {
+		if (now - e[i].start < sc_full_slice(c, e[i].slot)) {
 			c->v[v].st.wake_cut_slices++;
 			sc_trace(c, SCHED_TR_SLICE_CUT, v, -1, now);
 		}
@@ -104,6 +103,7 @@ static void slice_ends(struct sched_core *c, uint64_t now)
 			c->pol->on_slice_end(c, v, now) : SCHED_SLICE_PREEMPT;
 		if (vd == SCHED_SLICE_CONTINUE) {
 			c->slot[e[i].slot].slice_start = now;
+			c->slot[e[i].slot].floor_off = false;
 			continue;
 		}
 		sched_core_request_preempt(c, v, now);
@@ -142,6 +142,7 @@ static void spin_event(struct sched_core *c, int v, int target, bool in_guest,
 	struct sched_vcore *x = &c->v[v];
 	x->st.spin_events++;
 	sc_trace(c, SCHED_TR_SPIN, v, target, now);
+	sc_floor_spun(c, v, now);
 	if (target < 0 || target >= c->nvcpus)
 		target = sched_core_get_hint(c, v).waiting_for;
 	if (target >= c->nvcpus)
@@ -262,6 +263,7 @@ void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 	if (x->state != SCHED_ST_RUNNING)
 		return;
 	sc_gslice_learn(c, v);
+	sc_floor_spun(c, v, now);
 	if (x->preempt_req) {
 		sched_core_yield(c, v, now);
 		return;
@@ -457,8 +459,10 @@ void sched_core_resumed(struct sched_core *c, int v, uint64_t now)
 	bool dropped = x->preempt_pending;
 	if (dropped)
 		sc_set_pending(c, v, false);
-	if (dropped || x->fresh_slice)
+	if (dropped || x->fresh_slice) {
 		c->slot[x->slot].slice_start = now;
+		c->slot[x->slot].floor_off = false;
+	}
 	sc_gslice_learn(c, v);
 	sc_gslice_new_slice(c, v, now);
 	/* A slot going offline must still be given back: ask anew, with a

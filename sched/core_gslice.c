@@ -43,7 +43,7 @@ void sc_gslice_learn(struct sched_core *c, int v)
 
 uint64_t sc_gslice_hard(const struct sched_core *c, int slot)
 {
-	uint64_t end = c->slot[slot].slice_start + c->slice_ns;
+	uint64_t end = c->slot[slot].slice_start + sc_full_slice(c, slot);
 	if (c->contended_since > end)
 		end = c->contended_since;
 	return end + c->defer_max_ns;
@@ -52,7 +52,8 @@ uint64_t sc_gslice_hard(const struct sched_core *c, int slot)
 static bool sc_gslice_expired(const struct sched_core *c, int v, uint64_t now)
 {
 	const struct sched_vcore *x = &c->v[v];
-	return now + c->slice_ns / 64 >= c->slot[x->slot].slice_start + c->slice_ns;
+	uint64_t full = sc_full_slice(c, x->slot);
+	return now + full / 64 >= c->slot[x->slot].slice_start + full;
 }
 
 /* Queued vCPUs that no slot already on its way back will take. */
@@ -91,7 +92,7 @@ void sc_gslice_new_slice(struct sched_core *c, int v, uint64_t now)
 	struct sched_vcore *x = &c->v[v];
 	if (!c->guest_slice)
 		return;
-	uint64_t end = c->slot[x->slot].slice_start + c->slice_ns;
+	uint64_t end = c->slot[x->slot].slice_start + sc_full_slice(c, x->slot);
 	uint64_t left = end > now ? end - now : 0;
 	x->gs_declined = false;
 	sc_emit(c, SCHED_ACT_NEW_SLICE, v, (int)(left / 1000));

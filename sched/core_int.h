@@ -28,6 +28,7 @@ void sc_end_event(struct sched_core *const *cp);
 	sc_begin(sc_ev_, now)
 /* core_slots.c */
 void sc_slot_freed(struct sched_core *c, int slot, uint64_t now);
+void sc_floor_spun(struct sched_core *c, int v, uint64_t now);
 /* core_sticky.c */
 int sc_place(const struct sched_core *c, int v, int s);
 void sc_sticky_grant(struct sched_core *c, int v, int slot);
@@ -48,9 +49,16 @@ static inline bool sc_slice_cut(const struct sched_core *c)
 	       c->pol != &sched_policy_gang;
 }
 
-static inline uint64_t sc_slice_ns(const struct sched_core *c)
+/* Slot s's full slice: the floor's, unless its holder spun past its own
+ * (core_slots.c, sc_floor_spun). */
+static inline uint64_t sc_full_slice(const struct sched_core *c, int s)
 {
-	return sc_slice_cut(c) ? c->wake_slice_ns : c->slice_ns;
+	return c->slot[s].floor_off ? c->base_slice_ns : c->slice_ns;
+}
+
+static inline uint64_t sc_slice_ns(const struct sched_core *c, int s)
+{
+	return sc_slice_cut(c) ? c->wake_slice_ns : sc_full_slice(c, s);
 }
 
 static inline void sc_mark_woken(struct sched_core *c, int v)

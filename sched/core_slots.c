@@ -72,6 +72,25 @@ void sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now)
 	sched_core_request_preempt(c, sl->vcpu, now);
 }
 
+/*
+ * The floor keeps a slice past its own length only while its holder gets
+ * work done. One spinning there (a ticket waiter whose turn is off its
+ * slot, under a policy that ignores spins) would waste the whole floor,
+ * and a lock convoy would last a floor per round: its slice ends now, as
+ * it would have without the floor.
+ */
+void sc_floor_spun(struct sched_core *c, int v, uint64_t now)
+{
+	struct sched_vcore *x = &c->v[v];
+	if (c->slice_ns <= c->base_slice_ns || x->state != SCHED_ST_RUNNING || x->slot < 0)
+		return;
+	struct sched_slot *sl = &c->slot[x->slot];
+	if (sl->floor_off || now - sl->slice_start < c->base_slice_ns)
+		return;
+	sl->floor_off = true;
+	x->st.floor_spin_ends++;
+}
+
 void sched_core_set_slice_floor(struct sched_core *c, uint64_t ns, uint64_t now)
 {
 	SC_EVENT(c, now);

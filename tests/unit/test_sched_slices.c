@@ -315,6 +315,58 @@ static void case_wake_leaves_gang_alone(void)
 	sched_core_destroy(c);
 }
 
+
+/*
+ * A domain member's slice floor (sched_core_set_slice_floor): while another
+ * member waits, the slice lasts the floor, so the domain's revoke ends it;
+ * a floor below the slice changes nothing; dropping the floor ends a slice
+ * already past its own length at once. A guest timing its own slice is
+ * told the new end both ways.
+ */
+static void case_slice_floor(bool opt_in)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, opt_in, &f);
+	resume(c, &f, 0, 0);
+	uint64_t tail = opt_in ? DEFER : 0; /* a guest-timed slice: its hard deadline */
+	CHECK(sched_core_next_deadline(c) == SLICE + tail);
+	sched_core_set_slice_floor(c, SLICE / 2, 10 * US);
+	drain(c, &f);
+	CHECK(f.traced[SCHED_TR_SLICE_FLOOR] == 0 && sched_core_next_deadline(c) == SLICE + tail);
+	f.new_slice_us[0] = -1;
+	sched_core_set_slice_floor(c, 3 * SLICE, 100 * US);
+	drain(c, &f);
+	CHECK(f.traced[SCHED_TR_SLICE_FLOOR] == 1);
+	CHECK(sched_core_next_deadline(c) == 3 * SLICE + tail);
+	CHECK(f.new_slice_us[0] == (int)((3 * SLICE - 100 * US) / US)); /* guest_slice is on for the VM */
+	/* the slice's own end passes: nothing happens */
+	sched_core_tick(c, SLICE + tail);
+	drain(c, &f);
+	CHECK(f.forces == 0 && f.pending_sets == 0 && sched_core_state(c, 0) == SCHED_ST_RUNNING);
+	if (opt_in) { /* nor does the guest's claim at the old end end it */
+		sched_core_safe_point(c, 0, SLICE + tail + US);
+		drain(c, &f);
+		CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNING && c->v[0].st.guest_slice_yields == 0);
+	}
+	/* nobody waits any more: the floor goes and the slice, past its own
+	 * length, ends now */
+	uint64_t t = 2 * SLICE;
+	f.new_slice_us[0] = -1;
+	sched_core_set_slice_floor(c, 0, t);
+	drain(c, &f);
+	CHECK(f.traced[SCHED_TR_SLICE_FLOOR] == 2);
+	CHECK(f.new_slice_us[0] == 0);
+	CHECK(sched_core_next_deadline(c) <= t + tail);
+	sched_core_tick(c, t + tail);
+	drain(c, &f);
+	if (opt_in && sched_core_state(c, 0) == SCHED_ST_RUNNING) {
+		sched_core_safe_point(c, 0, t + tail + US);
+		drain(c, &f);
+	}
+	CHECK(sched_core_state(c, 0) != SCHED_ST_RUNNING || f.forces + f.pending_sets > 0);
+	sched_core_destroy(c);
+}
+
 int main(void)
 {
 	CASE(case_wake_cuts_the_slice(false));
@@ -328,6 +380,8 @@ int main(void)
 	CASE(case_not_opted_in());
 	CASE(case_gang_keeps_its_slices());
 	CASE(case_leaving_seat());
+	CASE(case_slice_floor(false));
+	CASE(case_slice_floor(true));
 	printf("%ld passed, %ld failed\n", n_pass, n_fail);
 	return n_fail != 0;
 }

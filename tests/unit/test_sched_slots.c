@@ -20,7 +20,7 @@
 #define MAXS 4
 
 static long tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks;
-static long tot_sticky_chances;
+static long tot_sticky_chances, tot_floors;
 
 struct fake {
 	struct sched_hint h[MAXV];
@@ -520,8 +520,15 @@ static void slot_event(struct sched_core *c, struct fake *f, uint64_t now)
 	uint64_t x = rnd(f) % 100;
 	if (x < 55) {
 		online(c, f, s, now);
-	} else if (x < 95) {
+	} else if (x < 85) {
 		offline(c, f, s, now);
+	} else if (x < 95) {
+		/* another domain member starts or stops waiting */
+		uint64_t fl = rnd(f) % 2 ? 0 : (rnd(f) % 4) * c->base_slice_ns;
+		sched_core_set_slice_floor(c, fl, now);
+		CHECK(c->slice_ns == (fl > c->base_slice_ns ? fl : c->base_slice_ns));
+		tot_floors += c->slice_ns > c->base_slice_ns;
+		drain(c, f, now);
 	} else {
 		/* a new policy, now and then an unknown one */
 		const char *const *names = sched_policy_names();
@@ -704,8 +711,10 @@ int main(void)
 	CASE(case_sticky_seat());
 	run_random_all();
 	CHECK(tot_sticky_chances > 1000);
-	fprintf(stderr, "random runs: %ld events, %ld grants, %ld slots gone offline, %ld demands, %ld policy switches, %ld parks, %ld grants with the last slot free\n",
-		tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks, tot_sticky_chances);
+	CHECK(tot_floors > 1000);
+	fprintf(stderr, "random runs: %ld events, %ld grants, %ld slots gone offline, %ld demands, %ld policy switches, %ld parks, %ld grants with the last slot free, %ld slice floors\n",
+		tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks, tot_sticky_chances,
+		tot_floors);
 	fprintf(stderr, "%ld invariant checks passed, %ld failed\n", n_pass, n_fail);
 	printf("%ld passed, %ld failed\n", cases_pass, cases_fail);
 	return n_fail != 0;
