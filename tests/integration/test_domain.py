@@ -645,3 +645,36 @@ def test_gang():
         assert all(m["gang"] is False for m in st["members"] if m["vm"] in ("none0", "none1")), st
         assert overlap <= 2, ("more than 2 vCPUs of the domain held a slot at once", overlap)
         assert sum(plain) / 2 < sum(whole) / 2 - 0.2, (plain, whole)
+
+
+@harness.nested_stage
+def test_slice_floor_lets_the_revoke_end_a_seats_slice():
+    """While another member waits, a member's slices last the domain's
+    slice + grace (the slice floor), so the domain's revoke is a seat's
+    one switch: members with 2 ms slices on a 10 ms domain slice end
+    hardly any slice of their own (without the floor: about 4 per grant).
+    The trace marks the floor coming and going."""
+    need_kvm()
+    grace_us = 1000000 if harness.nested() else 5000
+    with Domain("floor", pcpus=2, extra=("--slice-us", "10000", "--grace-us", str(grace_us))) as dom, \
+            tempfile.TemporaryDirectory() as d:
+        at = time.monotonic_ns() + int((1.5e9 if harness.nested() else 0.5e9) * _slow())
+        procs = [(dom.member("-c", "4", "--lock", "ticket", "--yield", "pv", "--slice-us", "2000",
+                             "--duration", _dur(1), "--start-at", str(at), "--name", "f%d" % i,
+                             json_path=os.path.join(d, "f%d.json" % i), trace=os.path.join(d, "f%d.trace" % i)),
+                  os.path.join(d, "f%d.json" % i), os.path.join(d, "f%d.trace" % i)) for i in range(2)]
+        for p, j, t in procs:
+            rc, out, err = _finish(p)
+            assert rc == 0, (rc, err[-2000:])
+            rep = _report(j)
+            check_mutual_exclusion(rep)
+            s, dm = rep["sched"], rep["domain"]
+            print("    %s: grants %d, slices ended by the guest %d, preemptions %d (spun past its own slice %d)"
+                  % (j[-7:-5], dm["grants"], s["guest_slice_yields"], s["preemptions"], s["floor_spin_ends"]))
+            assert dm["grants"] >= 5, dm
+            # its own 2 ms slices would end ~4 times per 10 ms grant
+            assert s["guest_slice_yields"] < dm["grants"], (s, dm)
+            with open(t) as f:
+                floors = [e["args"]["other"] for e in json.load(f)["traceEvents"]
+                          if e.get("name", "").startswith("slice floor")]
+            assert (10000 + grace_us) in floors, floors[:10]

@@ -367,6 +367,27 @@ static void case_slice_floor(bool opt_in)
 	sched_core_destroy(c);
 }
 
+/* Under the floor, a holder that spins past its own slice ends it there;
+ * one that spun before its own slice ended keeps the floor. */
+static void case_floor_ends_on_spin(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, false, &f);
+	resume(c, &f, 0, 0);
+	sched_core_set_slice_floor(c, 3 * SLICE, 10 * US);
+	drain(c, &f);
+	sched_core_spin(c, 0, -1, SCHED_SPIN_YIELD, SLICE / 2);
+	drain(c, &f);
+	CHECK(c->v[0].st.floor_spin_ends == 0 && sched_core_next_deadline(c) == 3 * SLICE);
+	sched_core_spin(c, 0, -1, SCHED_SPIN_YIELD, SLICE + 10 * US);
+	drain(c, &f);
+	CHECK(c->v[0].st.floor_spin_ends == 1 && sched_core_next_deadline(c) <= SLICE + 10 * US);
+	sched_core_tick(c, SLICE + 10 * US);
+	drain(c, &f);
+	CHECK(f.forces + f.pending_sets > 0);
+	sched_core_destroy(c);
+}
+
 int main(void)
 {
 	CASE(case_wake_cuts_the_slice(false));
@@ -382,6 +403,7 @@ int main(void)
 	CASE(case_leaving_seat());
 	CASE(case_slice_floor(false));
 	CASE(case_slice_floor(true));
+	CASE(case_floor_ends_on_spin());
 	printf("%ld passed, %ld failed\n", n_pass, n_fail);
 	return n_fail != 0;
 }
