@@ -57,6 +57,7 @@ struct vm_config {
 	const char *domain;
 	uint32_t weight;
 	bool weight_set;
+	bool slice_floor; /* --slice-floor: sched_set_slice_floor while another member waits */
 	const char *vm_name;
 	uint64_t start_at_ns; /* --start-at: CLOCK_MONOTONIC instant the vCPUs start; 0: at once */
 	bool no_seccomp; /* --no-seccomp: no per-thread seccomp filters (debugging) */

@@ -136,6 +136,7 @@ def test_domain_command_errors_are_one_line_and_exit_2():
         for args, words in [
             (("--domain", "nosuch"), "no domain 'nosuch' is running"),
             (("--weight", "5"), "only with --domain"),
+            (("--slice-floor", "on"), "only with --domain"),
             (("--domain", "x", "--vms", "2"), "a domain member is one VM"),
             (("--domain", "x", "--pcpus", "2"), "the domain owns the CPUs"),
             (("--domain", "x", "--sched", "host"), "scheduled by the domain"),
@@ -649,17 +650,18 @@ def test_gang():
 
 @harness.nested_stage
 def test_slice_floor_lets_the_revoke_end_a_seats_slice():
-    """While another member waits, a member's slices last the domain's
-    slice + grace (the slice floor), so the domain's revoke is a seat's
-    one switch: members with 2 ms slices on a 10 ms domain slice end
+    """With `--slice-floor on`, while another member waits, a member's
+    slices last the domain's slice + grace, so the domain's revoke is a
+    seat's one switch: members with 2 ms slices on a 10 ms domain slice end
     hardly any slice of their own (without the floor: about 4 per grant).
-    The trace marks the floor coming and going."""
+    The trace marks the floor coming and going; off (the default), there
+    is no floor."""
     need_kvm()
     grace_us = 1000000 if harness.nested() else 5000
     with Domain("floor", pcpus=2, extra=("--slice-us", "10000", "--grace-us", str(grace_us))) as dom, \
             tempfile.TemporaryDirectory() as d:
         at = time.monotonic_ns() + int((1.5e9 if harness.nested() else 0.5e9) * _slow())
-        procs = [(dom.member("-c", "4", "--lock", "ticket", "--yield", "pv", "--slice-us", "2000",
+        procs = [(dom.member("-c", "4", "--lock", "ticket", "--yield", "pv", "--slice-us", "2000", "--slice-floor", "on",
                              "--duration", _dur(1), "--start-at", str(at), "--name", "f%d" % i,
                              json_path=os.path.join(d, "f%d.json" % i), trace=os.path.join(d, "f%d.trace" % i)),
                   os.path.join(d, "f%d.json" % i), os.path.join(d, "f%d.trace" % i)) for i in range(2)]
@@ -678,3 +680,17 @@ def test_slice_floor_lets_the_revoke_end_a_seats_slice():
                 floors = [e["args"]["other"] for e in json.load(f)["traceEvents"]
                           if e.get("name", "").startswith("slice floor")]
             assert (10000 + grace_us) in floors, floors[:10]
+        # the default: no floor, ever
+        at = time.monotonic_ns() + int((1.5e9 if harness.nested() else 0.5e9) * _slow())
+        procs = [(dom.member("-c", "4", "--lock", "ticket", "--yield", "pv", "--slice-us", "2000",
+                             "--duration", _dur(0.5), "--start-at", str(at), "--name", "n%d" % i,
+                             json_path=os.path.join(d, "n%d.json" % i), trace=os.path.join(d, "n%d.trace" % i)),
+                  os.path.join(d, "n%d.json" % i), os.path.join(d, "n%d.trace" % i)) for i in range(2)]
+        for p, j, t in procs:
+            rc, out, err = _finish(p)
+            assert rc == 0, (rc, err[-2000:])
+            rep = _report(j)
+            assert rep["domain"]["grants"] > 0 and rep["sched"]["floor_spin_ends"] == 0, rep["domain"]
+            with open(t) as f:
+                names = [e.get("name", "") for e in json.load(f)["traceEvents"]]
+            assert not any(n.startswith("slice floor") for n in names), "a floor without --slice-floor on"

@@ -204,8 +204,9 @@ static int check_combination(struct vm_config *cfg, bool kernel_only_seen, char 
 			return parse_fail(err, errlen, "--sched host: a domain member is scheduled by the domain");
 		if (cfg->pcpus)
 			return parse_fail(err, errlen, "--pcpus: the domain owns the CPUs (vmm domain start NAME --pcpus N)");
-	} else if (cfg->weight_set || cfg->vm_name) {
-		return parse_fail(err, errlen, "%s: only with --domain", cfg->vm_name ? "--name" : "--weight");
+	} else if (cfg->weight_set || cfg->vm_name || cfg->slice_floor) {
+		return parse_fail(err, errlen, "%s: only with --domain",
+				  cfg->vm_name ? "--name" : cfg->weight_set ? "--weight" : "--slice-floor on");
 	}
 	/* Linux guests (vmm/linux/vm_linux.c) */
 	if (cfg->kernel_path) {

@@ -246,6 +246,9 @@ const struct cli_opt cli_run_opts[] = {
 		  "vmm processes in it (vmm domain start NAME --pcpus N)" },
 	{ .name = "weight", .metavar = "N", .kind = CLI_OPT_FN, .parse = parse_weight, .def_help = "100",
 	  .help = "with --domain: this VM's share of the domain (cpu.weight)" },
+	{ .name = "slice-floor", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(slice_floor), .def = "off",
+	  .help = "with --domain: while another member waits, slices last the domain's\n"
+		  "slice + grace, so its revoke is a seat's one switch (sched/DOMAIN.md)" },
 	{ .name = "name", .metavar = "NAME", .kind = CLI_OPT_STRING, FIELD(vm_name),
 	  .help = "with --domain: this VM's name in `vmm domain status`" },
 	{ .name = "start-at", .metavar = "NS", .kind = CLI_OPT_FN, .parse = parse_start_at, .def_help = "at once",

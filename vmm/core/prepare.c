@@ -121,7 +121,8 @@ static int prepare_disk(const struct vm_config *cfg, struct vm_error *err)
 static int prepare_domain(struct vm_inputs *in, const struct vm_config *cfg, struct vm_error *err)
 {
 	struct dlink_params p = { .domain = cfg->domain, .nvcpus = (int)cfg->ncpus, .weight = cfg->weight,
-				  .policy = cfg->policy, .vm_name = cfg->vm_name ? cfg->vm_name : "" };
+				  .policy = cfg->policy, .vm_name = cfg->vm_name ? cfg->vm_name : "",
+				  .slice_floor = cfg->slice_floor };
 	char why[300];
 	int rc = dlink_join(&in->domain, &p, &in->dom, why, sizeof(why));
 	if (rc)

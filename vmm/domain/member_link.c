@@ -49,6 +49,7 @@ struct dlink {
 	struct dlink_info info;
 	char domain[DOM_NAME_MAX], vm_name[DOM_NAME_MAX];
 	uint32_t weight;
+	bool slice_floor;
 	int nlocal;          /* the co-scheduler's slots: seats 0..nlocal-1 */
 	int nlive;           /* of those, the ones the agent knows (a new agent may have fewer slots) */
 	int sock;
@@ -334,7 +335,7 @@ static void *link_main(void *arg)
 		/* While others wait, the domain's revoke ends a seat's slice (one
 		 * switch); a rotation of this VM's own just before it would be a
 		 * second. Past slice + grace the revoke is late: rotate anyway. */
-		uint64_t floor = keep ? 0 : l->info.slice_ns + l->info.grace_ns;
+		uint64_t floor = keep || !l->slice_floor ? 0 : l->info.slice_ns + l->info.grace_ns;
 		if (floor != floor_set) {
 			sched_set_slice_floor(l->s, floor);
 			floor_set = floor;
@@ -515,6 +516,7 @@ int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_in
 	snprintf(l->domain, sizeof(l->domain), "%s", p->domain);
 	snprintf(l->vm_name, sizeof(l->vm_name), "%s", p->vm_name);
 	l->weight = p->weight;
+	l->slice_floor = p->slice_floor;
 	l->nlocal = l->nlive = l->info.nseats;
 	pthread_mutex_init(&l->mu, NULL);
 	*info = l->info;

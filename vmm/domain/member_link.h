@@ -36,6 +36,7 @@ struct dlink_params {
 	uint32_t weight;
 	const char *policy;
 	const char *vm_name; /* may be "" */
+	bool slice_floor;    /* sched_set_slice_floor while another seat waits */
 };
 
 struct dlink_info { /* what JOIN_OK said */
