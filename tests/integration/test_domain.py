@@ -648,6 +648,29 @@ def test_gang():
         assert sum(plain) / 2 < sum(whole) / 2 - 0.2, (plain, whole)
 
 
+
+def _pair_with_2ms_slices(dom, d, tag, seconds, *extra):
+    """Two members, 4 vCPUs, ticket, `--yield pv`, 2 ms slices, one start
+    instant: [(report, trace events)], each checked for a clean exit and
+    mutual exclusion."""
+    at = time.monotonic_ns() + int((1.5e9 if harness.nested() else 0.5e9) * _slow())
+    procs = []
+    for i in range(2):
+        j, t = os.path.join(d, "%s%d.json" % (tag, i)), os.path.join(d, "%s%d.trace" % (tag, i))
+        procs.append((dom.member("-c", "4", "--lock", "ticket", "--yield", "pv", "--slice-us", "2000", *extra,
+                                 "--duration", _dur(seconds), "--start-at", str(at), "--name", "%s%d" % (tag, i),
+                                 json_path=j, trace=t), j, t))
+    out = []
+    for p, j, t in procs:
+        rc, _, err = _finish(p)
+        assert rc == 0, (rc, err[-2000:])
+        rep = _report(j)
+        check_mutual_exclusion(rep)
+        with open(t) as f:
+            out.append((rep, json.load(f)["traceEvents"]))
+    return out
+
+
 @harness.nested_stage
 def test_slice_floor_lets_the_revoke_end_a_seats_slice():
     """With `--slice-floor on`, while another member waits, a member's
@@ -660,37 +683,16 @@ def test_slice_floor_lets_the_revoke_end_a_seats_slice():
     grace_us = 1000000 if harness.nested() else 5000
     with Domain("floor", pcpus=2, extra=("--slice-us", "10000", "--grace-us", str(grace_us))) as dom, \
             tempfile.TemporaryDirectory() as d:
-        at = time.monotonic_ns() + int((1.5e9 if harness.nested() else 0.5e9) * _slow())
-        procs = [(dom.member("-c", "4", "--lock", "ticket", "--yield", "pv", "--slice-us", "2000", "--slice-floor", "on",
-                             "--duration", _dur(1), "--start-at", str(at), "--name", "f%d" % i,
-                             json_path=os.path.join(d, "f%d.json" % i), trace=os.path.join(d, "f%d.trace" % i)),
-                  os.path.join(d, "f%d.json" % i), os.path.join(d, "f%d.trace" % i)) for i in range(2)]
-        for p, j, t in procs:
-            rc, out, err = _finish(p)
-            assert rc == 0, (rc, err[-2000:])
-            rep = _report(j)
-            check_mutual_exclusion(rep)
+        for rep, events in _pair_with_2ms_slices(dom, d, "f", 1, "--slice-floor", "on"):
             s, dm = rep["sched"], rep["domain"]
-            print("    %s: grants %d, slices ended by the guest %d, preemptions %d (spun past its own slice %d)"
-                  % (j[-7:-5], dm["grants"], s["guest_slice_yields"], s["preemptions"], s["floor_spin_ends"]))
+            print("    grants %d, slices ended by the guest %d, preemptions %d (spun past its own slice %d)"
+                  % (dm["grants"], s["guest_slice_yields"], s["preemptions"], s["floor_spin_ends"]))
             assert dm["grants"] >= 5, dm
             # its own 2 ms slices would end ~4 times per 10 ms grant
             assert s["guest_slice_yields"] < dm["grants"], (s, dm)
-            with open(t) as f:
-                floors = [e["args"]["other"] for e in json.load(f)["traceEvents"]
-                          if e.get("name", "").startswith("slice floor")]
+            floors = [e["args"]["other"] for e in events if e.get("name", "").startswith("slice floor")]
             assert (10000 + grace_us) in floors, floors[:10]
         # the default: no floor, ever
-        at = time.monotonic_ns() + int((1.5e9 if harness.nested() else 0.5e9) * _slow())
-        procs = [(dom.member("-c", "4", "--lock", "ticket", "--yield", "pv", "--slice-us", "2000",
-                             "--duration", _dur(0.5), "--start-at", str(at), "--name", "n%d" % i,
-                             json_path=os.path.join(d, "n%d.json" % i), trace=os.path.join(d, "n%d.trace" % i)),
-                  os.path.join(d, "n%d.json" % i), os.path.join(d, "n%d.trace" % i)) for i in range(2)]
-        for p, j, t in procs:
-            rc, out, err = _finish(p)
-            assert rc == 0, (rc, err[-2000:])
-            rep = _report(j)
+        for rep, events in _pair_with_2ms_slices(dom, d, "n", 0.5):
             assert rep["domain"]["grants"] > 0 and rep["sched"]["floor_spin_ends"] == 0, rep["domain"]
-            with open(t) as f:
-                names = [e.get("name", "") for e in json.load(f)["traceEvents"]]
-            assert not any(n.startswith("slice floor") for n in names), "a floor without --slice-floor on"
+            assert not any(e.get("name", "").startswith("slice floor") for e in events), "a floor while off"
