@@ -173,10 +173,8 @@ void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
 	struct sched_vcore *x = &c->v[v];
 	sc_sticky_grant(c, v, slot);
 	c->slot[slot].vcpu = v;
-	if (fresh) {
-		c->slot[slot].slice_start = now;
-		c->slot[slot].floor_off = false;
-	}
+	if (fresh)
+		sc_slice_restart(c, slot, now);
 	x->resume_due = true;
 	x->fresh_slice = fresh;
 	c->gs_dirty = true;

@@ -145,9 +145,8 @@ struct sched_slot_end {  /* scratch for a tick's slice ends */
 
 struct sched_core {
 	int nvcpus, nslots, nvms;
-	uint64_t slice_ns;       /* in force: max(base_slice_ns, slice_floor_ns) */
+	uint64_t slice_ns;       /* in force: base_slice_ns, or the slice floor if longer */
 	uint64_t base_slice_ns;  /* params.slice_ns */
-	uint64_t slice_floor_ns; /* sched_core_set_slice_floor; 0: none */
 	uint64_t ple_window_ns, defer_max_ns;
 	unsigned spin_sources;
 	bool defer;

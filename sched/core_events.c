@@ -102,8 +102,7 @@ static void slice_ends(struct sched_core *c, uint64_t now)
 		enum sched_slice_verdict vd = c->pol->on_slice_end ?
 			c->pol->on_slice_end(c, v, now) : SCHED_SLICE_PREEMPT;
 		if (vd == SCHED_SLICE_CONTINUE) {
-			c->slot[e[i].slot].slice_start = now;
-			c->slot[e[i].slot].floor_off = false;
+			sc_slice_restart(c, e[i].slot, now);
 			continue;
 		}
 		sched_core_request_preempt(c, v, now);
@@ -263,7 +262,6 @@ void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 	if (x->state != SCHED_ST_RUNNING)
 		return;
 	sc_gslice_learn(c, v);
-	sc_floor_spun(c, v, now);
 	if (x->preempt_req) {
 		sched_core_yield(c, v, now);
 		return;
@@ -459,10 +457,8 @@ void sched_core_resumed(struct sched_core *c, int v, uint64_t now)
 	bool dropped = x->preempt_pending;
 	if (dropped)
 		sc_set_pending(c, v, false);
-	if (dropped || x->fresh_slice) {
-		c->slot[x->slot].slice_start = now;
-		c->slot[x->slot].floor_off = false;
-	}
+	if (dropped || x->fresh_slice)
+		sc_slice_restart(c, x->slot, now);
 	sc_gslice_learn(c, v);
 	sc_gslice_new_slice(c, v, now);
 	/* A slot going offline must still be given back: ask anew, with a

@@ -61,6 +61,13 @@ static inline uint64_t sc_slice_ns(const struct sched_core *c, int s)
 	return sc_slice_cut(c) ? c->wake_slice_ns : sc_full_slice(c, s);
 }
 
+/* Slot s's holder starts a slice now (the floor holds it again). */
+static inline void sc_slice_restart(struct sched_core *c, int s, uint64_t now)
+{
+	c->slot[s].slice_start = now;
+	c->slot[s].floor_off = false;
+}
+
 static inline void sc_mark_woken(struct sched_core *c, int v)
 {
 	struct sched_vcore *x = &c->v[v];

@@ -77,7 +77,8 @@ void sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now)
  * work done. One spinning there (a ticket waiter whose turn is off its
  * slot, under a policy that ignores spins) would waste the whole floor,
  * and a lock convoy would last a floor per round: its slice ends now, as
- * it would have without the floor.
+ * it would have without the floor. Called on every spin the core takes
+ * (spin_event), whatever its source.
  */
 void sc_floor_spun(struct sched_core *c, int v, uint64_t now)
 {
@@ -95,7 +96,6 @@ void sched_core_set_slice_floor(struct sched_core *c, uint64_t ns, uint64_t now)
 {
 	SC_EVENT(c, now);
 	uint64_t want = ns > c->base_slice_ns ? ns : c->base_slice_ns;
-	c->slice_floor_ns = ns;
 	if (want == c->slice_ns)
 		return;
 	c->slice_ns = want;
