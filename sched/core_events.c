@@ -141,11 +141,11 @@ static void spin_event(struct sched_core *c, int v, int target, bool in_guest,
 	struct sched_vcore *x = &c->v[v];
 	x->st.spin_events++;
 	sc_trace(c, SCHED_TR_SPIN, v, target, now);
-	sc_floor_spun(c, v, now);
 	if (target < 0 || target >= c->nvcpus)
 		target = sched_core_get_hint(c, v).waiting_for;
 	if (target >= c->nvcpus)
 		target = -1;
+	sc_floor_spun(c, v, target, now);
 	/* A slot going offline passes to nobody. */
 	if (!c->pol->on_spin || c->nrunnable == 0 || sc_leaving(c, v))
 		return;

@@ -74,16 +74,23 @@ void sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now)
 
 /*
  * The floor keeps a slice past its own length only while its holder gets
- * work done. One spinning there (a ticket waiter whose turn is off its
- * slot, under a policy that ignores spins) would waste the whole floor,
- * and a lock convoy would last a floor per round: its slice ends now, as
- * it would have without the floor. Called on every spin the core takes
- * (spin_event), whatever its source.
+ * work done. One spinning for a sibling that is off its slot (a ticket
+ * waiter whose turn is there, under a policy that ignores spins) would
+ * waste the whole floor, and a lock convoy would last a floor per round:
+ * its slice ends now, as it would have without the floor. A spin for a
+ * sibling that runs is a lock changing hands: ending the slice there would
+ * force the waiter out holding its ticket (it is in a lock region, so it
+ * goes at the hard deadline, not a safe point), and that one forced-out
+ * ticket seeds the very convoy this rule is for. Called on every spin the
+ * core takes (spin_event), whatever its source, with the sibling it names
+ * (-1: not known, no end).
  */
-void sc_floor_spun(struct sched_core *c, int v, uint64_t now)
+void sc_floor_spun(struct sched_core *c, int v, int target, uint64_t now)
 {
 	struct sched_vcore *x = &c->v[v];
 	if (c->slice_ns <= c->base_slice_ns || x->state != SCHED_ST_RUNNING || x->slot < 0)
+		return;
+	if (target < 0 || target == v || c->v[target].state == SCHED_ST_RUNNING)
 		return;
 	struct sched_slot *sl = &c->slot[x->slot];
 	if (sl->floor_off || now - sl->slice_start < c->base_slice_ns)

@@ -367,24 +367,48 @@ static void case_slice_floor(bool opt_in)
 	sched_core_destroy(c);
 }
 
-/* Under the floor, a holder that spins past its own slice ends it there;
- * one that spun before its own slice ended keeps the floor. */
+/* Under the floor, a holder that spins past its own slice for a sibling
+ * off its slot ends it there; one that spun before its own slice ended,
+ * or names no sibling, or waits for one that runs (a lock changing hands),
+ * keeps the floor. */
 static void case_floor_ends_on_spin(void)
 {
 	struct fake f;
 	struct sched_core *c = mk("none", 1, 2, false, &f);
 	resume(c, &f, 0, 0);
+	resume(c, &f, 1, 0);
+	CHECK(sched_core_state(c, 1) == SCHED_ST_RUNNABLE);
 	sched_core_set_slice_floor(c, 3 * SLICE, 10 * US);
 	drain(c, &f);
-	sched_core_spin(c, 0, -1, SCHED_SPIN_YIELD, SLICE / 2);
+	sched_core_spin(c, 0, 1, SCHED_SPIN_YIELD, SLICE / 2);
 	drain(c, &f);
 	CHECK(c->v[0].st.floor_spin_ends == 0 && sched_core_next_deadline(c) == 3 * SLICE);
-	sched_core_spin(c, 0, -1, SCHED_SPIN_YIELD, SLICE + 10 * US);
+	sched_core_spin(c, 0, -1, SCHED_SPIN_YIELD, SLICE + 5 * US);
+	sched_core_spin(c, 0, 0, SCHED_SPIN_YIELD, SLICE + 6 * US);
+	drain(c, &f);
+	CHECK(c->v[0].st.floor_spin_ends == 0 && sched_core_next_deadline(c) == 3 * SLICE);
+	sched_core_spin(c, 0, 1, SCHED_SPIN_YIELD, SLICE + 10 * US);
 	drain(c, &f);
 	CHECK(c->v[0].st.floor_spin_ends == 1 && sched_core_next_deadline(c) <= SLICE + 10 * US);
 	sched_core_tick(c, SLICE + 10 * US);
 	drain(c, &f);
 	CHECK(f.forces + f.pending_sets > 0);
+	sched_core_destroy(c);
+
+	/* two slots: the sibling it names is running */
+	c = mk("none", 2, 3, false, &f);
+	resume(c, &f, 0, 0);
+	resume(c, &f, 1, 0);
+	resume(c, &f, 2, 0);
+	CHECK(sched_core_state(c, 1) == SCHED_ST_RUNNING && sched_core_state(c, 2) == SCHED_ST_RUNNABLE);
+	sched_core_set_slice_floor(c, 3 * SLICE, 10 * US);
+	drain(c, &f);
+	sched_core_spin(c, 0, 1, SCHED_SPIN_YIELD, SLICE + 10 * US);
+	drain(c, &f);
+	CHECK(c->v[0].st.floor_spin_ends == 0);
+	sched_core_spin(c, 0, 2, SCHED_SPIN_YIELD, SLICE + 20 * US);
+	drain(c, &f);
+	CHECK(c->v[0].st.floor_spin_ends == 1);
 	sched_core_destroy(c);
 }
 
