@@ -155,6 +155,7 @@ void sc_set_kick_pending(struct sched_core *c, int v, bool on)
 void sc_make_runnable(struct sched_core *c, int v, bool front, uint64_t now)
 {
 	sc_set_state(c, v, SCHED_ST_RUNNABLE, now);
+	c->v[v].crit_forced = false; /* sched_core_yield says if it was */
 	/* Read once, here: a queued vCPU runs no guest code (core_index.c). */
 	q_push(c, v, front, c->defer && sched_core_get_hint(c, v).in_critical);
 }
@@ -181,6 +182,7 @@ void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
 	x->slot = slot;
 	x->preempt_req = false;
 	x->handoff_to = -1;
+	x->crit_forced = false;
 	x->unslotted = x->unslotted_forced = false;
 	sc_set_state(c, v, SCHED_ST_RUNNING, now);
 	sc_set_pending(c, v, false);

@@ -248,8 +248,10 @@ void sched_core_yield(struct sched_core *c, int v, uint64_t now)
 	}
 	if (x->state != SCHED_ST_RUNNING)
 		return;
+	bool forced = x->preempt_req && x->handoff_to < 0;
 	sc_release(c, v, x->handoff_to, now);
 	sc_make_runnable(c, v, false, now);
+	x->crit_forced = forced && x->q_crit;
 	sc_set_preempted(c, v, true);
 	end(c, now);
 }

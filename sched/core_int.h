@@ -28,6 +28,7 @@ void sc_end_event(struct sched_core *const *cp);
 	sc_begin(sc_ev_, now)
 /* core_slots.c */
 void sc_slot_freed(struct sched_core *c, int slot, uint64_t now);
+void sc_lock_drain(struct sched_core *c, uint64_t now);
 void sc_floor_spun(struct sched_core *c, int v, int target, uint64_t now);
 /* core_sticky.c */
 int sc_place(const struct sched_core *c, int v, int s);

@@ -412,6 +412,65 @@ static void case_floor_ends_on_spin(void)
 	sched_core_destroy(c);
 }
 
+/* A member (seats that come and go), with the slice floor or without:
+ * both seats are revoked while both holders are queued in a lock, so both
+ * are forced out holding tickets. When a seat comes back the first ticket
+ * holder gets it, and is asked to leave at its next lock boundary while
+ * the other forced-out one waits; once that one runs, nobody is asked. */
+static void case_lock_drains_forced_tickets(bool floor)
+{
+	struct fake f;
+	memset(&f, 0, sizeof(f));
+	for (int v = 0; v < 4; v++)
+		f.h[v].waiting_for = -1;
+	struct sched_params p = {
+		.nvcpus = 3, .npcpus = 2, .policy = "none", .defer = true, .guest_slice = true,
+		.slice_ns = SLICE, .defer_max_ns = DEFER, .slots_offline = true,
+	};
+	const char *why;
+	struct sched_core *c = sched_core_create(&p, hint, &f, &why);
+	sched_core_start(c, 0);
+	sched_core_slot_online(c, 0, 0);
+	sched_core_slot_online(c, 1, 0);
+	drain(c, &f);
+	for (int v = 0; v < 3; v++)
+		resume(c, &f, v, 1);
+	CHECK(sched_core_state(c, 2) == SCHED_ST_RUNNABLE);
+	if (floor)
+		sched_core_set_slice_floor(c, 3 * SLICE, 5 * US);
+	f.h[0].in_critical = f.h[1].in_critical = true;
+	sched_core_slot_offline(c, 0, 100 * US);
+	sched_core_slot_offline(c, 1, 100 * US);
+	drain(c, &f);
+	sched_core_tick(c, 100 * US + DEFER);
+	drain(c, &f);
+	CHECK(f.forces == 2);
+	sched_core_yield(c, 0, 100 * US + DEFER + 10 * US);
+	sched_core_yield(c, 1, 100 * US + DEFER + 20 * US);
+	drain(c, &f);
+	/* 2 runs nowhere: both seats are off */
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNABLE && sched_core_state(c, 1) == SCHED_ST_RUNNABLE);
+	int asked = f.pending_sets;
+	sched_core_slot_online(c, 0, MS);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNING);
+	resume(c, &f, 0, MS + 5 * US);
+	CHECK(c->v[0].st.lock_drains == 1 && f.pending_sets == asked + 1);
+	/* it leaves at the release; the other ticket holder runs, unasked */
+	f.h[0].in_critical = false;
+	sched_core_safe_point(c, 0, MS + 50 * US);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 1) == SCHED_ST_RUNNING && sched_core_state(c, 0) == SCHED_ST_RUNNABLE);
+	CHECK(c->v[1].st.lock_drains == 0 && c->v[0].st.lock_drains == 1);
+	/* a holder that yields inside its lock region (not forced) asks nobody */
+	f.h[1].in_critical = true;
+	sched_core_yield(c, 1, MS + 80 * US);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNING || sched_core_state(c, 1) == SCHED_ST_RUNNING);
+	CHECK(c->v[0].st.lock_drains + c->v[1].st.lock_drains == 1);
+	sched_core_destroy(c);
+}
+
 int main(void)
 {
 	CASE(case_wake_cuts_the_slice(false));
@@ -428,6 +487,8 @@ int main(void)
 	CASE(case_slice_floor(false));
 	CASE(case_slice_floor(true));
 	CASE(case_floor_ends_on_spin());
+	CASE(case_lock_drains_forced_tickets(true));
+	CASE(case_lock_drains_forced_tickets(false));
 	printf("%ld passed, %ld failed\n", n_pass, n_fail);
 	return n_fail != 0;
 }

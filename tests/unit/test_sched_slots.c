@@ -20,7 +20,7 @@
 #define MAXS 4
 
 static long tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks;
-static long tot_sticky_chances, tot_floors;
+static long tot_sticky_chances, tot_floors, tot_lock_drains;
 
 struct fake {
 	struct sched_hint h[MAXV];
@@ -677,6 +677,7 @@ static void run_random(const struct run *r, int steps)
 	for (int v = 0; v < r->n; v++) {
 		CHECK(c->v[v].st.sticky_grants == f.same[v]);
 		CHECK(c->v[v].st.slot_moves == f.moved[v]);
+		tot_lock_drains += (long)c->v[v].st.lock_drains;
 	}
 	sched_core_destroy(c);
 	ctx[0] = 0;
@@ -712,9 +713,10 @@ int main(void)
 	run_random_all();
 	CHECK(tot_sticky_chances > 1000);
 	CHECK(tot_floors > 1000);
-	fprintf(stderr, "random runs: %ld events, %ld grants, %ld slots gone offline, %ld demands, %ld policy switches, %ld parks, %ld grants with the last slot free, %ld slice floors\n",
+	CHECK(tot_lock_drains > 50);
+	fprintf(stderr, "random runs: %ld events, %ld grants, %ld slots gone offline, %ld demands, %ld policy switches, %ld parks, %ld grants with the last slot free, %ld slice floors, %ld lock drains\n",
 		tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks, tot_sticky_chances,
-		tot_floors);
+		tot_floors, tot_lock_drains);
 	fprintf(stderr, "%ld invariant checks passed, %ld failed\n", n_pass, n_fail);
 	printf("%ld passed, %ld failed\n", cases_pass, cases_fail);
 	return n_fail != 0;

@@ -52,6 +52,7 @@ static void add_stats(struct sched_vcpu_stats *t, const struct sched_vcpu_stats 
 	t->guest_slice_declined += x->guest_slice_declined;
 	t->wake_cut_slices += x->wake_cut_slices;
 	t->floor_spin_ends += x->floor_spin_ends;
+	t->lock_drains += x->lock_drains;
 	t->kernel_halts += x->kernel_halts;
 	t->unslotted_wakes += x->unslotted_wakes;
 	t->sticky_grants += x->sticky_grants;
