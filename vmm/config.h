@@ -58,6 +58,7 @@ struct vm_config {
 	uint32_t weight;
 	bool weight_set;
 	bool slice_floor; /* --slice-floor: sched_set_slice_floor while another member waits */
+	bool slice_floor_set; /* ... said on the command line */
 	const char *vm_name;
 	uint64_t start_at_ns; /* --start-at: CLOCK_MONOTONIC instant the vCPUs start; 0: at once */
 	bool no_seccomp; /* --no-seccomp: no per-thread seccomp filters (debugging) */

@@ -673,26 +673,27 @@ def _pair_with_2ms_slices(dom, d, tag, seconds, *extra):
 
 @harness.nested_stage
 def test_slice_floor_lets_the_revoke_end_a_seats_slice():
-    """With `--slice-floor on`, while another member waits, a member's
-    slices last the domain's slice + grace, so the domain's revoke is a
-    seat's one switch: members with 2 ms slices on a 10 ms domain slice end
-    hardly any slice of their own (without the floor: about 4 per grant).
-    The trace marks the floor coming and going; off (the default), there
-    is no floor."""
+    """With the slice floor (a member's default), while another member
+    waits, a member's slices last the domain's slice + grace, so the
+    domain's revoke is a seat's one switch: members with 2 ms slices on a
+    10 ms domain slice end hardly any slice of their own (without the
+    floor: about 4 per grant). The trace marks the floor coming and going;
+    with `--slice-floor off` there is no floor."""
     need_kvm()
     grace_us = 1000000 if harness.nested() else 5000
     with Domain("floor", pcpus=2, extra=("--slice-us", "10000", "--grace-us", str(grace_us))) as dom, \
             tempfile.TemporaryDirectory() as d:
-        for rep, events in _pair_with_2ms_slices(dom, d, "f", 1, "--slice-floor", "on"):
+        for rep, events in _pair_with_2ms_slices(dom, d, "f", 1):
             s, dm = rep["sched"], rep["domain"]
-            print("    grants %d, slices ended by the guest %d, preemptions %d (spun past its own slice %d)"
-                  % (dm["grants"], s["guest_slice_yields"], s["preemptions"], s["floor_spin_ends"]))
+            print("    grants %d, slices ended by the guest %d, preemptions %d (spun past its own slice %d,"
+                  " lock drains %d)" % (dm["grants"], s["guest_slice_yields"], s["preemptions"], s["floor_spin_ends"],
+                                        s["lock_drains"]))
             assert dm["grants"] >= 5, dm
             # its own 2 ms slices would end ~4 times per 10 ms grant
             assert s["guest_slice_yields"] < dm["grants"], (s, dm)
             floors = [e["args"]["other"] for e in events if e.get("name", "").startswith("slice floor")]
             assert (10000 + grace_us) in floors, floors[:10]
-        # the default: no floor, ever
-        for rep, events in _pair_with_2ms_slices(dom, d, "n", 0.5):
+        # off: no floor, ever
+        for rep, events in _pair_with_2ms_slices(dom, d, "n", 0.5, "--slice-floor", "off"):
             assert rep["domain"]["grants"] > 0 and rep["sched"]["floor_spin_ends"] == 0, rep["domain"]
             assert not any(e.get("name", "").startswith("slice floor") for e in events), "a floor while off"

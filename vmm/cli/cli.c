@@ -29,23 +29,13 @@ void vm_config_defaults(struct vm_config *cfg)
 			(void)cli_opt_apply(&cli_run_opts[i], cli_run_opts[i].def, cfg, err, sizeof(err));
 	cfg->timeout_ms = TIMEOUT_AUTO;
 	cfg->weight = 100; /* DOM_WEIGHT_DEFAULT; weight_set says whether it was given */
+	cfg->slice_floor = true; /* a member's; slice_floor_set says whether it was given */
 }
 
 static void store(struct vm_config *cfg, const struct cli_opt *o, uint64_t v)
 {
 	uint32_t v32 = (uint32_t)v;
 	memcpy((char *)cfg + o->off, o->size == sizeof(v32) ? (void *)&v32 : (void *)&v, o->size);
-}
-
-static int parse_on_off(const char *arg, bool *out)
-{
-	if (!strcmp(arg, "on") || !strcmp(arg, "1") || !strcmp(arg, "yes"))
-		*out = true;
-	else if (!strcmp(arg, "off") || !strcmp(arg, "0") || !strcmp(arg, "no"))
-		*out = false;
-	else
-		return -EINVAL;
-	return 0;
 }
 
 /* "4M", "3G": the bounds in a size error, as a user writes them. */
@@ -204,7 +194,7 @@ static int check_combination(struct vm_config *cfg, bool kernel_only_seen, char 
 			return parse_fail(err, errlen, "--sched host: a domain member is scheduled by the domain");
 		if (cfg->pcpus)
 			return parse_fail(err, errlen, "--pcpus: the domain owns the CPUs (vmm domain start NAME --pcpus N)");
-	} else if (cfg->weight_set || cfg->vm_name || cfg->slice_floor) {
+	} else if (cfg->weight_set || cfg->vm_name || (cfg->slice_floor_set && cfg->slice_floor)) {
 		return parse_fail(err, errlen, "%s: only with --domain",
 				  cfg->vm_name ? "--name" : cfg->weight_set ? "--weight" : "--slice-floor on");
 	}

@@ -45,6 +45,15 @@ static int parse_policy(const char *arg, struct vm_config *cfg, char *err, size_
 	return 0;
 }
 
+/* On by default; said explicitly, "on" needs --domain (cli.c). */
+static int parse_slice_floor(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+{
+	if (parse_on_off(arg, &cfg->slice_floor))
+		return parse_fail(err, errlen, "--slice-floor: '%s' is neither on nor off", arg);
+	cfg->slice_floor_set = true;
+	return 0;
+}
+
 static int parse_weight(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
 {
 	char *end;
@@ -246,7 +255,7 @@ const struct cli_opt cli_run_opts[] = {
 		  "vmm processes in it (vmm domain start NAME --pcpus N)" },
 	{ .name = "weight", .metavar = "N", .kind = CLI_OPT_FN, .parse = parse_weight, .def_help = "100",
 	  .help = "with --domain: this VM's share of the domain (cpu.weight)" },
-	{ .name = "slice-floor", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(slice_floor), .def = "off",
+	{ .name = "slice-floor", .metavar = "on|off", .kind = CLI_OPT_FN, .parse = parse_slice_floor, .def_help = "on",
 	  .help = "with --domain: while another member waits, slices last the domain's\n"
 		  "slice + grace, so its revoke is a seat's one switch (sched/DOMAIN.md)" },
 	{ .name = "name", .metavar = "NAME", .kind = CLI_OPT_STRING, FIELD(vm_name),

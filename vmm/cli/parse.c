@@ -85,6 +85,17 @@ int parse_time_ms(const char *s, uint64_t *out_ms)
 	return 0;
 }
 
+int parse_on_off(const char *s, bool *out)
+{
+	if (!strcmp(s, "on") || !strcmp(s, "1") || !strcmp(s, "yes"))
+		*out = true;
+	else if (!strcmp(s, "off") || !strcmp(s, "0") || !strcmp(s, "no"))
+		*out = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 int parse_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
