@@ -418,7 +418,7 @@ def test_guest_slice_dimension_merges():
             assert l["guest_slice_yields_per_s"] == c["sched"]["guest_slice_yields_per_s"], (l, c)
             s = c["sched"]
             if c["policy"] != "host" and c["guest_slice"] == "on":
-                want = s["deferrals_hard"] / (s["guest_slice_yields"] + s["deferrals_hard"])
+                want = s["deferrals_hard"] / (s["guest_slice_yields"] + s["deferrals"] + s["deferrals_hard"])
             else:
                 want = s["deferrals_hard"] / s["deferrals"] if s["deferrals"] else None
             assert want is None and l["hard_share"] is None or abs(l["hard_share"] - want) < 1e-9, (l, want)

@@ -312,6 +312,10 @@ static void test_loss(void)
 	cells[1].rate[BENCH_RATE_GUEST_SLICE_YIELDS] = 150;
 	CHECK_EQ(bench_loss_cell(&m, &cells[1], &l), 0);
 	CHECK(NEAR(l.hard_share, 0.25) && NEAR(l.guest_slice_yields_per_s, 150));
+	/* ... and the slice ends the VMM still deferred (a domain's revokes) */
+	cells[1].sched_median[BENCH_SCHED_DEFERRALS] = 100;
+	CHECK_EQ(bench_loss_cell(&m, &cells[1], &l), 0);
+	CHECK(NEAR(l.hard_share, 50.0 / 300));
 	cells[1].sched_median[BENCH_SCHED_GUEST_SLICE_YIELDS] = NAN;
 	cells[1].sched_median[BENCH_SCHED_DEFERRALS] = 200;
 	/* no run meter (an older guest): the shares are unknown, never made up */
