@@ -115,10 +115,12 @@ void sc_floor_spun(struct sched_core *c, int v, int target, uint64_t now)
  * convoy drains in a few hand-offs instead of a slice per waiter. Only for
  * seats (slots_offline): one process's slots are never revoked, and there
  * a vCPU handed off inside a lock region (a directed yield) is no convoy.
+ * Not for gang, which keeps its own order (the pick would not run the
+ * ticket holders first, so asking would only add switches).
  */
 void sc_lock_drain(struct sched_core *c, uint64_t now)
 {
-	if (!c->slots_offline || !c->defer || c->crit_head < 0)
+	if (!c->slots_offline || !c->defer || c->crit_head < 0 || c->pol == &sched_policy_gang)
 		return;
 	bool forced = false;
 	for (int v = c->crit_head; v >= 0 && !forced; v = c->v[v].cnext)
