@@ -182,7 +182,6 @@ void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
 	x->slot = slot;
 	x->preempt_req = false;
 	x->handoff_to = -1;
-	x->crit_forced = false;
 	x->unslotted = x->unslotted_forced = false;
 	sc_set_state(c, v, SCHED_ST_RUNNING, now);
 	sc_set_pending(c, v, false);

@@ -116,7 +116,8 @@ struct sched_vcore {
 	 * that no event scans every vCPU. */
 	int rq_pos;              /* in rq_arr when RUNNABLE, else -1 */
 	bool q_crit;             /* queued inside a lock region (sampled) */
-	bool crit_forced;        /* ... and forced out there, not a hand-off */
+	bool crit_forced;        /* ... and forced out there, not a hand-off
+				    (read only while queued) */
 	int cprev, cnext;        /* crit-list links when queued and q_crit */
 	int vqprev, vqnext;      /* its VM's run-queue links when RUNNABLE */
 	int64_t qseq;            /* run-queue order: smaller is nearer the head */
