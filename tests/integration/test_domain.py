@@ -529,6 +529,48 @@ def test_idle_seats_are_kept_while_nobody_waits():
         assert sum(x["grants"] for x in both) > 8, both
 
 
+def _threads(pid):
+    """{name: (allowed CPUs, voluntary switches)} of a process's threads."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                st = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        except OSError:
+            continue  # ended meanwhile
+        allowed = set()
+        for part in st["Cpus_allowed_list"].split(","):
+            lo, _, hi = part.partition("-")
+            allowed |= set(range(int(lo), int(hi or lo) + 1))
+        out[st["Name"]] = (allowed, int(st["voluntary_ctxt_switches"]))
+    return out
+
+
+@harness.nested_stage
+def test_each_slot_has_a_thread_on_its_cpu_woken_by_its_bell():
+    """A member has one thread per domain slot, allowed on that slot's CPU
+    and not on the other slot's, and the agent's grants and revokes wake
+    it (its bell), not the link thread: with two members taking turns on
+    2 slots, every slot thread wakes more often than the link."""
+    need_kvm()
+    args = ("-c", "2", "--lock", "tas", "--pv-spinlock", "off", "--duration", _dur(3))
+    with Domain("bell", pcpus=2) as dom:
+        procs = [dom.member(*args, "--name", "vm%d" % i) for i in range(2)]
+        st = _wait_members(dom, 2, procs)
+        cpu = {s["slot"]: s["cpu"] for s in st["slots"]}
+        time.sleep(1.5 * _slow())
+        seen = {m["pid"]: _threads(m["pid"]) for m in dom.status()["members"]}
+        for p in procs:
+            rc, out, err = _finish(p)
+            assert rc == 0, err[-2000:]
+    for pid, th in seen.items():
+        for s, c in cpu.items():
+            name = "vmm-slot%d" % s
+            assert name in th, (pid, sorted(th))
+            allowed, woke = th[name]
+            assert c in allowed and all(cpu[o] not in allowed for o in cpu if cpu[o] != c), (name, allowed, cpu)
+            assert woke >= 20 and woke > th["vmm-link"][1], (pid, name, th)
+
 def _seat_rounds(trace_path):
     """A member's rounds from its trace's "slot online"/"slot offline"
     instants (args.other: the seat): a round starts when a seat comes online

@@ -255,8 +255,9 @@ static void layout_check(int nseats, int nvcpus)
 	uint64_t rs, gs;
 	dom_shm_sizes(nseats, nvcpus, &rs, &gs);
 	CHECK(rs % (uint64_t)pg == 0 && gs % (uint64_t)pg == 0);
-	CHECK(gs >= (uint64_t)(2 + nseats) * DOM_SHM_LINE);
-	CHECK(gs < (uint64_t)(2 + nseats) * DOM_SHM_LINE + (uint64_t)pg);
+	const int before = 2 + DOM_SHM_BELL_LINES; /* header, live, bells */
+	CHECK(gs >= (uint64_t)(before + nseats) * DOM_SHM_LINE);
+	CHECK(gs < (uint64_t)(before + nseats) * DOM_SHM_LINE + (uint64_t)pg);
 	CHECK(rs >= (uint64_t)(1 + nseats) * DOM_SHM_LINE + (uint64_t)nvcpus * sizeof(struct dom_req_vcpu));
 	CHECK(rs < (uint64_t)(1 + nseats) * DOM_SHM_LINE + (uint64_t)nvcpus * sizeof(struct dom_req_vcpu) +
 			   (uint64_t)pg);
@@ -276,7 +277,7 @@ static void layout_check(int nseats, int nvcpus)
 	CHECK((char *)dom_shm_live(&a) == gb + DOM_SHM_LINE);
 	CHECK((char *)dom_shm_req_hdr(&a) == rb);
 	for (int j = 0; j < nseats; j++) {
-		CHECK((char *)dom_shm_grant(&a, j) == gb + (2 + j) * DOM_SHM_LINE);
+		CHECK((char *)dom_shm_grant(&a, j) == gb + (before + j) * DOM_SHM_LINE);
 		CHECK((char *)dom_shm_req(&a, j) == rb + (1 + j) * DOM_SHM_LINE);
 		*dom_shm_grant(&a, j) = dom_grant_word((uint32_t)j * 3, 0, j % 256);
 		*dom_shm_req(&m, j) = dom_req_word((uint32_t)j * 5, DOM_WANT_SLOT);
@@ -287,8 +288,18 @@ static void layout_check(int nseats, int nvcpus)
 		CHECK(e + sizeof(struct dom_req_vcpu) <= rb + rs);
 		dom_shm_req_vcpu(&m, v)->ns_running = (uint64_t)v * 1000 + 1;
 	}
+	/* a bell per domain slot, packed between the live line and seat 0 */
+	for (int s = 0; s < DOM_SLOTS_MAX; s++) {
+		char *b = (char *)dom_shm_slot_bell(&a, s);
+		CHECK(b == gb + 2 * DOM_SHM_LINE + s * (int)sizeof(uint32_t));
+		CHECK(b + sizeof(uint32_t) <= gb + before * DOM_SHM_LINE);
+		*dom_shm_slot_bell(&a, s) = (uint32_t)s * 7 + 1;
+	}
+	CHECK(dom_shm_slot_bell(&a, -1) == NULL && dom_shm_slot_bell(&a, DOM_SLOTS_MAX) == NULL);
 	/* written on one side's mapping, read on the other's */
 	int bad = 0;
+	for (int s = 0; s < DOM_SLOTS_MAX; s++)
+		bad += *dom_shm_slot_bell(&m, s) != (uint32_t)s * 7 + 1;
 	for (int j = 0; j < nseats; j++) {
 		bad += *dom_shm_grant(&m, j) != dom_grant_word((uint32_t)j * 3, 0, j % 256);
 		bad += *dom_shm_req(&a, j) != dom_req_word((uint32_t)j * 5, DOM_WANT_SLOT);

@@ -38,7 +38,7 @@ struct agent_member {
 	uint32_t *seen;      /* [nseats] req words as last read */
 	uint32_t *cur_gen;   /* [nseats] the gen of the grant in force */
 	uint32_t next_gen;
-	bool dirty;          /* grant words changed: bump a2m and wake */
+	bool dirty;          /* a probe, `waiting` or a live setting changed: bump a2m and wake */
 	int nseats, nvcpus;
 	char policy[DOM_NAME_MAX], vm_name[DOM_NAME_MAX];
 	uint64_t bad_words;  /* req values that fit nothing (its own loss) */

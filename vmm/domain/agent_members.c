@@ -173,8 +173,8 @@ void agent_doorbell(struct agent *a, int m)
 				if (took > am->gave_back_max_ns)
 					am->gave_back_max_ns = took;
 			}
+			/* no wake: the member gave it back and knows */
 			__atomic_store_n(dom_shm_grant(&am->shm, j), 0, __ATOMIC_RELEASE);
-			agent_mark_dirty(a, m);
 			rc = dom_core_release(a->core, m, j, why, now);
 		} else if (want == DOM_WANT_SLOT && st == DOM_V_BLOCKED) {
 			rc = dom_core_runnable(a->core, m, j, now);
@@ -215,6 +215,31 @@ void agent_mark_dirty(struct agent *a, int m)
 	}
 }
 
+/*
+ * After every grant word of this batch is written: each grant, revoke or
+ * reclaim wakes its member's thread for that slot (DOMAIN.md, "The hot
+ * paths"), not the member's link thread, which may be waiting for a CPU that
+ * runs a vCPU while the slot's own CPU is the one just freed. A member named
+ * twice on one slot is woken twice: rare, and harmless.
+ */
+static void ring_slot_bells(struct agent *a)
+{
+	const struct dom_core *c = a->core;
+	for (int i = 0; i < c->nact; i++) {
+		const struct dom_action *x = &c->act[i];
+		struct agent_member *am = &a->mem[x->m];
+		if (am->conn < 0 || !am->shm.grant)
+			continue;
+		if (x->kind != DOM_ACT_GRANT && x->kind != DOM_ACT_REVOKE && x->kind != DOM_ACT_RECLAIM)
+			continue;
+		uint32_t *bell = dom_shm_slot_bell(&am->shm, x->slot);
+		if (!bell)
+			continue;
+		__atomic_fetch_add(bell, 1, __ATOMIC_RELEASE);
+		dom_futex_wake(bell);
+	}
+}
+
 void agent_apply(struct agent *a)
 {
 	struct dom_core *c = a->core;
@@ -240,10 +265,11 @@ void agent_apply(struct agent *a)
 			break;
 		case DOM_ACT_PROBE: /* the latest probe answers all before it */
 			__atomic_store_n(&dom_shm_live(&am->shm)->probe, c->mem[x->m].probe_seq, __ATOMIC_RELEASE);
+			agent_mark_dirty(a, x->m);
 			break;
 		}
-		agent_mark_dirty(a, x->m);
 	}
+	ring_slot_bells(a);
 	dom_core_clear_actions(c);
 	publish_waiting(a);
 	for (int i = 0; i < a->ndirty; i++) {

@@ -45,6 +45,15 @@ struct seat {
 	bool reclaimed; /* this grant was taken back at the hard deadline (counted once) */
 };
 
+struct slot_thread {
+	struct dlink *l;
+	int slot;
+	pthread_t thr;
+	int start_rc;
+	cpu_set_t outside; /* the CPUs it may use outside the domain */
+	int cpu;           /* the slot's CPU it is allowed on (a new agent may move it) */
+};
+
 struct dlink {
 	struct dlink_info info;
 	char domain[DOM_NAME_MAX], vm_name[DOM_NAME_MAX];
@@ -61,6 +70,14 @@ struct dlink {
 	sem_t started;
 	int start_rc;
 	pthread_mutex_t mu;
+	/* Shared by a slot thread from its look at the grant words to the end
+	 * of the online/offline calls it led to; exclusive for the link
+	 * thread's changes to every seat (agent lost, new agent). Never a
+	 * mutex between slot threads: one that woke a vCPU onto its own CPU
+	 * is preempted by it, and would hold the other slots' grants. */
+	pthread_rwlock_t apply;
+	struct slot_thread *sthr; /* [info.nslots] */
+	int nsthr;
 	struct seat *seat;
 	int want;            /* the co-scheduler's demand */
 	bool lost;
@@ -147,6 +164,13 @@ static void on_slot(void *ctx, enum sched_action_kind kind, int val)
 
 static bool try_rejoin(struct dlink *l);
 
+/* Every thread of the link looks again (l->local). */
+static void wake_all(struct dlink *l)
+{
+	atomic_fetch_add(&l->local, 1);
+	syscall(SYS_futex, &l->local, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
 /* ---- the link thread ---- */
 
 struct todo {
@@ -157,7 +181,14 @@ struct todo {
 	bool give_back; /* an unasked grant was given back: ring */
 };
 
-static void read_grants(struct dlink *l, struct todo *t)
+/*
+ * The seats whose grant word names domain slot `only`; l->mu held. Each
+ * seat's grant, revoke and reclaim on a slot come through that slot's
+ * thread alone, so its online and offline calls keep their order; and the
+ * seat is granted on another slot only after it went offline here and was
+ * given back (the agent waits for its release).
+ */
+static void read_grants(struct dlink *l, struct todo *t, int only)
 {
 	for (int j = 0; j < l->nlive; j++) {
 		struct seat *st = &l->seat[j];
@@ -165,7 +196,7 @@ static void read_grants(struct dlink *l, struct todo *t)
 		int slot = dom_grant_slot(w);
 		uint32_t gen = dom_grant_gen(w);
 		unsigned fl = dom_grant_flags(w);
-		if (slot < 0 || slot >= l->info.nslots)
+		if (slot != only || slot >= l->info.nslots)
 			continue;
 		bool gone = fl & (DOM_GRANT_REVOKE | DOM_GRANT_RECLAIMED);
 		switch (st->st) {
@@ -274,18 +305,67 @@ static void publish_states(struct dlink *l)
 	}
 }
 
-static int wait_two(const uint32_t *a2m, uint32_t a, const _Atomic uint32_t *local, uint32_t b, uint64_t ns)
+/* What one look found; l->apply held. */
+static void apply_todo(struct dlink *l, const struct todo *t)
 {
-	struct futex_waitv w[2] = {
-		{ .val = a, .uaddr = (uintptr_t)a2m, .flags = FUTEX_32 },
-		{ .val = b, .uaddr = (uintptr_t)local, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG },
-	};
+	if (t->give_back)
+		ring(l);
+	for (int i = 0; i < t->non; i++)
+		sched_slot_online(l->s, t->online[i], t->ncpu[i]);
+	for (int i = 0; i < t->noff; i++)
+		sched_slot_offline(l->s, t->offline[i]);
+}
+
+/* Shared words (the agent's) to wait on beside the link's own. */
+#define WAIT_SHARED_MAX 127 /* futex_waitv takes 128 */
+struct waitset {
+	const uint32_t *word[WAIT_SHARED_MAX];
+	uint32_t val[WAIT_SHARED_MAX];
+	int n;
+};
+
+/* Until one of ws's words or local changes; ns 0: no timeout. */
+static int wait_words(const struct waitset *ws, const _Atomic uint32_t *local, uint32_t b, uint64_t ns)
+{
+	struct futex_waitv w[WAIT_SHARED_MAX + 1];
+	for (int i = 0; i < ws->n; i++)
+		w[i] = (struct futex_waitv){ .val = ws->val[i], .uaddr = (uintptr_t)ws->word[i], .flags = FUTEX_32 };
+	w[ws->n] = (struct futex_waitv){ .val = b, .uaddr = (uintptr_t)local, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG };
+	unsigned n = (unsigned)ws->n + 1;
+	if (!ns)
+		return (int)syscall(SYS_futex_waitv, w, n, 0, NULL, CLOCK_MONOTONIC);
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + ns;
 	ts.tv_sec = (time_t)(at / 1000000000ull);
 	ts.tv_nsec = (long)(at % 1000000000ull);
-	return (int)syscall(SYS_futex_waitv, w, 2, 0, &ts, CLOCK_MONOTONIC);
+	return (int)syscall(SYS_futex_waitv, w, n, 0, &ts, CLOCK_MONOTONIC);
+}
+
+/*
+ * A slot's look: its bell's value into ws, then the seats its grant words
+ * name on it, brought online or offline. The slot's own thread does this;
+ * the link thread does it for slots a new agent added beyond this
+ * member's slot threads (a rejoin to a bigger domain).
+ */
+static void serve_slot(struct dlink *l, int slot, struct waitset *ws)
+{
+	struct todo t;
+	t.non = t.noff = 0;
+	t.give_back = false;
+	pthread_rwlock_rdlock(&l->apply);
+	pthread_mutex_lock(&l->mu);
+	/* a new agent's segments are swapped in under mu: read the bell here */
+	const uint32_t *bell = dom_shm_slot_bell(&l->shm, slot);
+	if (bell && ws->n < WAIT_SHARED_MAX) {
+		ws->word[ws->n] = bell;
+		ws->val[ws->n++] = __atomic_load_n(bell, __ATOMIC_ACQUIRE);
+	}
+	if (!l->lost)
+		read_grants(l, &t, slot);
+	pthread_mutex_unlock(&l->mu);
+	apply_todo(l, &t);
+	pthread_rwlock_unlock(&l->apply);
 }
 
 static void *link_main(void *arg)
@@ -317,13 +397,21 @@ static void *link_main(void *arg)
 		t.give_back = false;
 		uint64_t now = now_ns();
 		pthread_mutex_lock(&l->mu);
+		const char *why = NULL;
 		if (!l->lost) {
-			read_grants(l, &t);
 			read_policy(l, &t);
-			const char *why = agent_gone(l, &beat, &beat_at, now);
-			if (why)
-				go_alone(l, why, &t);
+			why = agent_gone(l, &beat, &beat_at, now);
 		}
+		pthread_mutex_unlock(&l->mu);
+		if (why) { /* every seat: no slot thread in the middle of one */
+			pthread_rwlock_wrlock(&l->apply);
+			pthread_mutex_lock(&l->mu);
+			go_alone(l, why, &t);
+			pthread_mutex_unlock(&l->mu);
+			apply_todo(l, &t);
+			pthread_rwlock_unlock(&l->apply);
+		}
+		pthread_mutex_lock(&l->mu);
 		/* idle seats are kept while nobody else waits, and for good once
 		 * the agent is gone (nobody to give them to) */
 		bool keep = l->lost || !__atomic_load_n(&live->waiting, __ATOMIC_ACQUIRE);
@@ -340,12 +428,6 @@ static void *link_main(void *arg)
 			sched_set_slice_floor(l->s, floor);
 			floor_set = floor;
 		}
-		if (t.give_back)
-			ring(l);
-		for (int i = 0; i < t.non; i++)
-			sched_slot_online(l->s, t.online[i], t.ncpu[i]);
-		for (int i = 0; i < t.noff; i++)
-			sched_slot_offline(l->s, t.offline[i]);
 		if (t.policy[0]) {
 			int rc = sched_policy_find(t.policy) ? sched_set_policy(l->s, t.policy) : -EINVAL;
 			struct dom_req_hdr *rh = dom_shm_req_hdr(&l->shm);
@@ -378,7 +460,13 @@ static void *link_main(void *arg)
 				continue;
 			}
 		}
-		wait_two(&live->a2m, a, &l->local, b, LINK_WAKE_NS);
+		struct waitset ws = { .word = { &live->a2m }, .val = { a }, .n = 1 };
+		pthread_mutex_lock(&l->mu);
+		int nslots = l->info.nslots;
+		pthread_mutex_unlock(&l->mu);
+		for (int k = l->nsthr; k < nslots; k++)
+			serve_slot(l, k, &ws);
+		wait_words(&ws, &l->local, b, LINK_WAKE_NS);
 	}
 	/* Said from here, not by dlink_stop's caller: the main thread's seccomp
 	 * filter has no sendto, and this thread's end is the member's. */
@@ -386,6 +474,46 @@ static void *link_main(void *arg)
 	int n = dom_proto_leave(&h);
 	if (n > 0 && send(l->sock, &h, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 		/* the agent is gone: its end of the socket says the rest */
+	}
+	return NULL;
+}
+
+/*
+ * A domain slot's own thread (one per slot, "vmm-slotN"): it waits on that
+ * slot's bell, which the agent rings for every grant, revoke and reclaim
+ * on the slot, and brings the seats named there online or offline. It may
+ * run on the slot's CPU (and on CPUs outside the domain): a grant comes
+ * when a releaser has just left that CPU, so it runs there at once, where
+ * one link thread for all slots, woken on a CPU that runs a vCPU in guest
+ * mode, waited milliseconds with the slot idle (BENCHMARKS.md).
+ */
+static bool slot_thread_cpus(const struct slot_thread *t, cpu_set_t *set);
+
+static void *slot_main(void *arg)
+{
+	struct slot_thread *me = arg;
+	struct dlink *l = me->l;
+	int rc = l->hooks.sandbox ? l->hooks.sandbox(l->hooks.ctx, l->sock) : 0;
+	me->start_rc = rc;
+	sem_post(&l->started);
+	if (rc)
+		return NULL;
+	while (!atomic_load(&l->stopping)) {
+		uint32_t b = atomic_load(&l->local);
+		pthread_mutex_lock(&l->mu);
+		int cpu = me->slot < l->info.nslots ? l->info.slot_cpu[me->slot] : -1;
+		pthread_mutex_unlock(&l->mu);
+		cpu_set_t set;
+		if (cpu >= 0 && cpu != me->cpu) { /* a new agent put this slot elsewhere */
+			me->cpu = cpu;
+			if (slot_thread_cpus(me, &set))
+				sched_setaffinity(0, sizeof(set), &set);
+		}
+		struct waitset ws = { .n = 0 };
+		serve_slot(l, me->slot, &ws);
+		/* no timeout: the bell is read before the look, so no ring is
+		 * lost; a new agent's segments wake it through l->local */
+		wait_words(&ws, &l->local, b, 0);
 	}
 	return NULL;
 }
@@ -519,6 +647,7 @@ int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_in
 	l->slice_floor = p->slice_floor;
 	l->nlocal = l->nlive = l->info.nseats;
 	pthread_mutex_init(&l->mu, NULL);
+	pthread_rwlock_init(&l->apply, NULL);
 	*info = l->info;
 	*out = l;
 	return 0;
@@ -554,6 +683,7 @@ static bool try_rejoin(struct dlink *l)
 			dom_shm_destroy(&shm);
 		return false;
 	}
+	pthread_rwlock_wrlock(&l->apply);
 	pthread_mutex_lock(&l->mu);
 	struct dom_shm old = l->shm;
 	l->shm = shm;
@@ -573,9 +703,64 @@ static bool try_rejoin(struct dlink *l)
 	/* each SLOT_OFF asks for that seat again, if the demand wants it */
 	for (int j = 0; j < l->nlocal; j++)
 		sched_slot_offline(l->s, j);
+	pthread_rwlock_unlock(&l->apply);
+	wake_all(l); /* the slot threads: the new segments' bells */
 	fprintf(stderr, "vmm: domain %s: taken back by a new agent, as member %d (%d seats)\n", l->domain, in.member,
 		in.nseats);
 	return true;
+}
+
+/* The CPUs the calling thread may use outside the domain: a big host's
+ * housekeeping CPUs, where a revoke finds one idle while the slot's own CPU
+ * runs the vCPU to be revoked. */
+static void outside_cpus(const struct dlink *l, cpu_set_t *set)
+{
+	cpu_set_t mine;
+	CPU_ZERO(set);
+	if (sched_getaffinity(0, sizeof(mine), &mine) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &mine) && !CPU_ISSET(c, &l->info.cpus))
+				CPU_SET(c, set);
+}
+
+/* false: the slot has no CPU of its own (leave the thread unpinned) */
+static bool slot_thread_cpus(const struct slot_thread *t, cpu_set_t *set)
+{
+	if (t->cpu < 0 || t->cpu >= CPU_SETSIZE)
+		return false;
+	*set = t->outside;
+	CPU_SET(t->cpu, set);
+	return true;
+}
+
+static int start_slot_threads(struct dlink *l)
+{
+	l->sthr = calloc((size_t)l->info.nslots, sizeof(*l->sthr));
+	if (!l->sthr)
+		return -ENOMEM;
+	for (int k = 0; k < l->info.nslots; k++) {
+		struct slot_thread *t = &l->sthr[k];
+		*t = (struct slot_thread){ .l = l, .slot = k, .cpu = l->info.slot_cpu[k] };
+		outside_cpus(l, &t->outside);
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		cpu_set_t set;
+		if (slot_thread_cpus(t, &set))
+			pthread_attr_setaffinity_np(&at, sizeof(set), &set);
+		int rc = pthread_create(&t->thr, &at, slot_main, t);
+		pthread_attr_destroy(&at);
+		if (rc)
+			return -rc;
+		l->nsthr++;
+		char name[16];
+		snprintf(name, sizeof(name), "vmm-slot%d", k);
+		pthread_setname_np(t->thr, name);
+		while (sem_wait(&l->started) < 0 && errno == EINTR)
+			;
+		if (t->start_rc)
+			return t->start_rc;
+	}
+	return 0;
 }
 
 int dlink_start(struct dlink *l, struct sched *s, const struct dlink_hooks *h)
@@ -594,7 +779,9 @@ int dlink_start(struct dlink *l, struct sched *s, const struct dlink_hooks *h)
 	pthread_setname_np(l->thr, "vmm-link");
 	while (sem_wait(&l->started) < 0 && errno == EINTR)
 		;
-	return l->start_rc;
+	if (l->start_rc)
+		return l->start_rc;
+	return start_slot_threads(l);
 }
 
 int dlink_pin(struct dlink *l, const cpu_set_t *set, cpu_set_t *now)
@@ -611,11 +798,13 @@ void dlink_stop(struct dlink *l)
 	if (!l)
 		return;
 	atomic_store(&l->stopping, true);
-	atomic_fetch_add(&l->local, 1);
-	syscall(SYS_futex, &l->local, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	wake_all(l);
 	if (l->thr_on)
 		pthread_join(l->thr, NULL);
 	l->thr_on = false;
+	for (int k = 0; k < l->nsthr; k++)
+		pthread_join(l->sthr[k].thr, NULL);
+	l->nsthr = 0;
 }
 
 void dlink_destroy(struct dlink *l)
@@ -629,6 +818,8 @@ void dlink_destroy(struct dlink *l)
 		close(l->info.doorbell);
 	dom_shm_destroy(&l->shm);
 	pthread_mutex_destroy(&l->mu);
+	pthread_rwlock_destroy(&l->apply);
+	free(l->sthr);
 	free(l->seat);
 	free(l);
 }

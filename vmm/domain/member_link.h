@@ -5,9 +5,11 @@
  * --yield policy still decide which of its vCPUs runs on a seat it holds;
  * the agent decides which VM holds the domain's CPUs (sched/DOMAIN.md).
  *
- * One thread, the link, waits (futex_waitv) on the agent's a2m word and on a
- * private word; it brings seats online when granted and offline when
- * revoked. The co-scheduler's slot callback, on whatever thread runs the
+ * One thread per domain slot waits (futex_waitv) on that slot's bell and
+ * brings seats online when granted there and offline when revoked; it may
+ * run on the slot's CPU, the one a grant finds free. One more thread, the
+ * link, waits on the agent's a2m word (probes, `waiting`, live settings)
+ * and looks at the grant words too, at least every 100 ms. The co-scheduler's slot callback, on whatever thread runs the
  * scheduler, asks for seats and gives them back (req words, doorbell).
  *
  * If the agent dies or hangs (its socket closes; or its beat stops for 1 s

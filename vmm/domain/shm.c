@@ -18,7 +18,7 @@
 
 #include "sched/domain_core.h"
 
-#define GRANT_LINES_BEFORE_SEATS 2 /* dom_grant_hdr, dom_grant_live */
+#define GRANT_LINES_BEFORE_SEATS (2 + DOM_SHM_BELL_LINES) /* dom_grant_hdr, dom_grant_live, bells */
 #define REQ_LINES_BEFORE_SEATS 1   /* dom_req_hdr */
 
 #define SEALS_SIZE (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
@@ -29,6 +29,7 @@
 
 _Static_assert(sizeof(struct dom_grant_hdr) <= DOM_SHM_LINE, "grant header fits its line");
 _Static_assert(sizeof(struct dom_grant_live) <= DOM_SHM_LINE, "grant live fits its line");
+_Static_assert(DOM_SHM_BELL_LINES * DOM_SHM_LINE == DOM_SLOTS_MAX * sizeof(uint32_t), "a bell per slot, whole lines");
 _Static_assert(sizeof(struct dom_req_hdr) <= DOM_SHM_LINE, "req header fits its line");
 _Static_assert(DOM_SHM_LINE % sizeof(struct dom_req_vcpu) == 0,
 	       "the vCPU array starts on a line and no entry straddles one");
@@ -217,6 +218,13 @@ struct dom_grant_hdr *dom_shm_grant_hdr(const struct dom_shm *s)
 struct dom_grant_live *dom_shm_live(const struct dom_shm *s)
 {
 	return (struct dom_grant_live *)line(s->grant, 1);
+}
+
+uint32_t *dom_shm_slot_bell(const struct dom_shm *s, int slot)
+{
+	if (slot < 0 || slot >= DOM_SLOTS_MAX)
+		return NULL;
+	return (uint32_t *)line(s->grant, 2) + slot;
 }
 
 struct dom_req_hdr *dom_shm_req_hdr(const struct dom_shm *s)

@@ -26,6 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sched/domain_proto.h"
+
 #define DOM_SHM_MAGIC 0x4d48534du /* "MSHM" */
 #define DOM_SHM_LINE 64
 
@@ -59,9 +61,10 @@ struct dom_grant_hdr {
 };
 /* grant segment, line 1: changes */
 struct dom_grant_live {
-	uint32_t a2m;        /* bumped (then FUTEX_WAKE) after any change to this
-				member's grant words or its policy; the member's
-				domain thread waits on it */
+	uint32_t a2m;        /* bumped (then FUTEX_WAKE) after a probe, a change
+				of `waiting` that matters to this member, or of
+				its policy or weight; the member's link thread
+				waits on it (grant words have the bells) */
 	uint32_t beat;       /* bumped at every agent tick: a hung agent stops it */
 	uint32_t policy_gen; /* bumped when `vmm domain set --yield` changes ... */
 	char policy[32];     /* ... this (NUL-terminated name) */
@@ -76,6 +79,12 @@ struct dom_grant_live {
 				to its req header's probe_ack within the grace, or
 				the slot is reclaimed (a stopped member's is) */
 };
+/* grant segment, lines 2..17: one bell word per domain slot, 16 to a line
+ * (agent-written, like every grant line): bumped and FUTEX_WAKEd after a
+ * change to any of this member's grant words that names that slot. The
+ * member's thread for that slot, which may run on the slot's CPU, waits on
+ * it: a grant wakes it on the CPU the releaser just left. */
+#define DOM_SHM_BELL_LINES (DOM_SLOTS_MAX * 4 / DOM_SHM_LINE)
 /* req segment, line 0: acknowledgements. policy_* is display only; the
  * agent decides on probe_ack only as far as dom_core_alive accepts it (a
  * value never sent is refused and counted as a bad word). */
@@ -121,11 +130,13 @@ int dom_shm_attach(struct dom_shm *s, int req_fd, int grant_fd, int nseats,
 void dom_shm_close_fds(struct dom_shm *s);
 void dom_shm_destroy(struct dom_shm *s); /* unmaps, closes what is open */
 
-/* Word addresses (each on its own line); NULL for a seat or vCPU out of range. */
+/* Word addresses (each on its own line, bells excepted); NULL for a seat or vCPU out of range. */
 uint32_t *dom_shm_grant(const struct dom_shm *s, int seat);
 uint32_t *dom_shm_req(const struct dom_shm *s, int seat);
 struct dom_grant_hdr *dom_shm_grant_hdr(const struct dom_shm *s);
 struct dom_grant_live *dom_shm_live(const struct dom_shm *s);
+/* Domain slot's bell; NULL out of 0..DOM_SLOTS_MAX-1. */
+uint32_t *dom_shm_slot_bell(const struct dom_shm *s, int slot);
 struct dom_req_hdr *dom_shm_req_hdr(const struct dom_shm *s);
 struct dom_req_vcpu *dom_shm_req_vcpu(const struct dom_shm *s, int v);
 

@@ -1,12 +1,15 @@
 /*
- * A domain member's link thread (vmm/domain/member_link.c), from its first
- * instruction to its end: it waits on the agent's word and its own, brings
- * seats online and offline through the co-scheduler (which pins and kicks
- * vCPU threads), rings the agent's doorbell, looks whether the agent's
- * socket closed, and says LEAVE on it at the end. When the agent is gone it
- * looks for a new one every second and joins it: a new socket put on the
- * old one's number, the new segments checked and mapped, the new doorbell
- * put on the old one's number (the filters name those numbers).
+ * A domain member's link thread and its slot threads (one per domain slot;
+ * vmm/domain/member_link.c), from their first instruction to their end:
+ * they wait on the agent's word (a slot thread: its slot's bell) and their
+ * own, bring seats online and offline through the co-scheduler (which pins
+ * and kicks vCPU threads), ring the agent's doorbell; the link thread also
+ * looks whether the agent's socket closed, and says LEAVE on it at the
+ * end. When the agent is gone it looks for a new one every second and
+ * joins it: a new socket put on the old one's number, the new segments
+ * checked and mapped, the new doorbell put on the old one's number (the
+ * filters name those numbers). The slot threads share the link's filter:
+ * one kind per thread role would drop only the rejoin rows from theirs.
  */
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -14,7 +17,7 @@
 #include "vmm/sandbox/seccomp_table.h"
 
 static const struct seccomp_row rows[] = {
-	SC_ALLOW("futex_waitv", "waits on the agent's a2m word and the link's own word at once"),
+	SC_ALLOW("futex_waitv", "waits on the agent's a2m word (a slot thread: its slot's bell) and the link's own word at once"),
 	SC_ALLOW("poll", "is the agent still there: its socket, without waiting", SC_EQ(1, 1), SC_EQ(2, 0)),
 	SC_ALLOW("sendto", "JOIN and LEAVE: the agent's socket only", SC_EQ_RT(0, SRC_DOMAIN_SOCK)),
 	SC_ALLOW("recvmsg", "a new agent's JOIN_OK and its fds: the agent's socket only", SC_EQ_RT(0, SRC_DOMAIN_SOCK)),
