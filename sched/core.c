@@ -443,6 +443,16 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 				d = t;
 		}
 	}
+	/* seats' leases, whoever queues here (another member waits) */
+	for (int s = 0; s < c->nslots && c->lease_on; s++) {
+		const struct sched_slot *sl = &c->slot[s];
+		int v = sl->vcpu;
+		if (!sl->lease_end || sl->state != SCHED_SLOT_ONLINE || (v >= 0 && sc_outgoing(&c->v[v])))
+			continue;
+		uint64_t t = v >= 0 && sc_gslice(c, v) ? sc_gslice_hard(c, s) : sl->lease_end - LEASE_MARGIN_NS;
+		if (t < d)
+			d = t;
+	}
 	if ((c->spin_sources & SCHED_SPIN_HINT) && c->nrunnable > 0 && c->nrunning > 0 &&
 	    c->next_hint_check < d)
 		d = c->next_hint_check;

@@ -137,6 +137,7 @@ struct sched_slot {
 	uint64_t slice_start;
 	bool floor_off;          /* its holder spun past its own slice: the
 				    slice floor no longer keeps this slice */
+	uint64_t lease_end;      /* a seat: the domain's slice end of its grant (0: none) */
 	enum sched_slot_state state;
 };
 
@@ -154,6 +155,7 @@ struct sched_core {
 	bool defer;
 	bool guest_slice;        /* params.guest_slice */
 	bool contended;          /* nrunnable > 0, as the guests were told */
+	bool lease_on;           /* another domain member waits: seats' leases end their slices */
 	bool gs_dirty;           /* a grant since the last sync of the flag */
 	uint64_t contended_since;
 	uint64_t wake_slice_ns;  /* params.wake_slice_ns */
@@ -239,6 +241,16 @@ void sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now);
  * before it and the revoke's switch right after. Running vCPUs' guests are
  * told their slice's new end. */
 void sched_core_set_slice_floor(struct sched_core *c, uint64_t ns, uint64_t now);
+/* A seat's lease (core_slots.c): the domain's slice end of the grant that
+ * brought the slot online (CLOCK_MONOTONIC ns; 0: none). While another
+ * member waits (sched_core_set_lease on), a seat whose lease ends goes
+ * back by itself: its holder's slice ends LEASE_MARGIN_NS before it (a
+ * guest timing its slice yields at its lock boundary there), and at that
+ * yield the slot goes offline instead of to a sibling, so the domain's
+ * revoke (the agent's and the member's wake-ups, a deferral) is not needed. */
+#define LEASE_MARGIN_NS 300000ull
+void sched_core_slot_lease(struct sched_core *c, int slot, uint64_t end, uint64_t now);
+void sched_core_set_lease(struct sched_core *c, bool on, uint64_t now);
 /* Switches the yield policy live: -EINVAL for an unknown name (nothing
  * changes), the new policy's init error (the old one stays), else 0. */
 int sched_core_set_policy(struct sched_core *c, const char *name, uint64_t now);

@@ -230,6 +230,7 @@ void sched_core_tick(struct sched_core *c, uint64_t now)
 	deferrals(c, now);
 	if (c->pol->tick)
 		c->pol->tick(c, now);
+	sc_lease_ends(c, now);
 	slice_ends(c, now);
 	hint_checks(c, now);
 	end(c, now);

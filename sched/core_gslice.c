@@ -75,6 +75,13 @@ static int sc_gslice_waiting(const struct sched_core *c)
 bool sc_gslice_claim(struct sched_core *c, int v, uint64_t now, bool decline)
 {
 	struct sched_vcore *x = &c->v[v];
+	if (sc_lease_due(c, x->slot, now)) { /* the seat goes back with this yield */
+		x->st.guest_slice_yields++;
+		x->st.lease_ends++;
+		sc_trace(c, SCHED_TR_SLICE_GUEST, v, -1, now);
+		sc_slot_go_off(c, x->slot, false, now);
+		return true;
+	}
 	if (sc_gslice_expired(c, v, now) && sc_gslice_waiting(c) > 0) {
 		x->st.guest_slice_yields++;
 		sc_trace(c, SCHED_TR_SLICE_GUEST, v, -1, now);
@@ -102,7 +109,7 @@ void sc_gslice_new_slice(struct sched_core *c, int v, uint64_t now)
  * anyone queues. Only a change of the flag or a grant costs a pass. */
 void sc_gslice_sync(struct sched_core *c)
 {
-	bool want = c->nrunnable > 0;
+	bool want = c->nrunnable > 0 || c->lease_on;
 	bool changed = want != c->contended;
 	if (changed) {
 		c->contended = want;

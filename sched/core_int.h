@@ -30,6 +30,8 @@ void sc_end_event(struct sched_core *const *cp);
 void sc_slot_freed(struct sched_core *c, int slot, uint64_t now);
 void sc_lock_drain(struct sched_core *c, uint64_t now);
 void sc_floor_spun(struct sched_core *c, int v, int target, uint64_t now);
+void sc_slot_go_off(struct sched_core *c, int slot, bool ask, uint64_t now);
+void sc_lease_ends(struct sched_core *c, uint64_t now);
 /* core_sticky.c */
 int sc_place(const struct sched_core *c, int v, int s);
 void sc_sticky_grant(struct sched_core *c, int v, int slot);
@@ -54,7 +56,23 @@ static inline bool sc_slice_cut(const struct sched_core *c)
  * (core_slots.c, sc_floor_spun). */
 static inline uint64_t sc_full_slice(const struct sched_core *c, int s)
 {
-	return c->slot[s].floor_off ? c->base_slice_ns : c->slice_ns;
+	const struct sched_slot *sl = &c->slot[s];
+	uint64_t full = sl->floor_off ? c->base_slice_ns : c->slice_ns;
+	if (c->lease_on && sl->lease_end) { /* ends at the lease, less the margin */
+		uint64_t end = sl->lease_end > LEASE_MARGIN_NS ? sl->lease_end - LEASE_MARGIN_NS : 0;
+		uint64_t left = end > sl->slice_start ? end - sl->slice_start : 0;
+		if (left < full)
+			full = left;
+	}
+	return full;
+}
+
+/* Slot s is a seat whose lease is over while another member waits. */
+static inline bool sc_lease_due(const struct sched_core *c, int s, uint64_t now)
+{
+	const struct sched_slot *sl = &c->slot[s];
+	return c->lease_on && sl->lease_end && now + LEASE_MARGIN_NS >= sl->lease_end &&
+	       sl->state == SCHED_SLOT_ONLINE;
 }
 
 static inline uint64_t sc_slice_ns(const struct sched_core *c, int s)

@@ -12,6 +12,7 @@
 void sc_slot_freed(struct sched_core *c, int slot, uint64_t now)
 {
 	c->slot[slot].state = SCHED_SLOT_OFFLINE;
+	c->slot[slot].lease_end = 0; /* the next grant brings its own */
 	c->slot[slot].gen++; /* no vCPU is warm on the CPU it comes back on */
 	sc_emit(c, SCHED_ACT_SLOT_OFF, -1, slot);
 	sc_trace(c, SCHED_TR_SLOT_OFF, -1, slot, now);
@@ -62,6 +63,14 @@ void sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now)
 	case SCHED_SLOT_ONLINE:
 		break;
 	}
+	sc_slot_go_off(c, slot, true, now);
+}
+
+/* An ONLINE slot goes offline: at once if free, else when its holder
+ * leaves (asked as at a slice end, unless it is leaving now: !ask). */
+void sc_slot_go_off(struct sched_core *c, int slot, bool ask, uint64_t now)
+{
+	struct sched_slot *sl = &c->slot[slot];
 	c->nusable--;
 	if (sl->vcpu < 0) {
 		sc_slot_freed(c, slot, now);
@@ -70,7 +79,8 @@ void sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now)
 	sl->state = SCHED_SLOT_GOING_OFF;
 	/* As at a slice end: with deferral the guest leaves at its next lock
 	 * boundary, within defer_max_ns. */
-	sched_core_request_preempt(c, sl->vcpu, now);
+	if (ask)
+		sched_core_request_preempt(c, sl->vcpu, now);
 }
 
 /*
@@ -135,6 +145,44 @@ void sc_lock_drain(struct sched_core *c, uint64_t now)
 			continue;
 		c->v[v].st.lock_drains++;
 		sched_core_request_preempt(c, v, now);
+	}
+}
+
+void sched_core_slot_lease(struct sched_core *c, int slot, uint64_t end, uint64_t now)
+{
+	SC_EVENT(c, now);
+	if (slot >= 0 && slot < c->nslots)
+		c->slot[slot].lease_end = end;
+}
+
+void sched_core_set_lease(struct sched_core *c, bool on, uint64_t now)
+{
+	SC_EVENT(c, now);
+	if (on == c->lease_on)
+		return;
+	c->lease_on = on;
+	c->gs_dirty = true; /* `contended` follows it */
+	for (int s = 0; s < c->nslots; s++) {
+		int v = c->slot[s].vcpu;
+		if (v >= 0 && c->v[v].state == SCHED_ST_RUNNING && !sc_outgoing(&c->v[v]))
+			sc_gslice_new_slice(c, v, now);
+	}
+}
+
+/* At a tick: seats whose lease is over go back, their holders asked to
+ * leave as at a revoke; a guest that times its slice is left to yield by
+ * itself until its hard deadline. */
+void sc_lease_ends(struct sched_core *c, uint64_t now)
+{
+	for (int s = 0; s < c->nslots && c->lease_on; s++) {
+		int v = c->slot[s].vcpu;
+		if (!sc_lease_due(c, s, now) || (v >= 0 && sc_outgoing(&c->v[v])))
+			continue;
+		if (v >= 0 && sc_gslice(c, v) && now < sc_gslice_hard(c, s))
+			continue;
+		if (v >= 0)
+			c->v[v].st.lease_ends++;
+		sc_slot_go_off(c, s, true, now);
 	}
 }
 

@@ -594,6 +594,20 @@ int sched_set_policy(struct sched *s, const char *name)
 	return r;
 }
 
+void sched_slot_lease(struct sched *s, int slot, uint64_t end)
+{
+	sched_core_slot_lease(s->c, slot, end, lock(s));
+	run_actions(s);
+	unlock_sched(s);
+}
+
+void sched_set_lease(struct sched *s, bool on)
+{
+	sched_core_set_lease(s->c, on, lock(s));
+	run_actions(s);
+	unlock_sched(s);
+}
+
 void sched_set_slice_floor(struct sched *s, uint64_t ns)
 {
 	sched_core_set_slice_floor(s->c, ns, lock(s));

@@ -163,6 +163,9 @@ void sched_slots_keep(struct sched *s, bool keep);
 /* sched_core_set_slice_floor: a domain member's slices while another
  * member waits (0: none). */
 void sched_set_slice_floor(struct sched *s, uint64_t ns);
+/* sched_core_slot_lease, sched_core_set_lease (core.h) */
+void sched_slot_lease(struct sched *s, int slot, uint64_t end);
+void sched_set_lease(struct sched *s, bool on);
 /* v's state now (for status displays). */
 enum sched_vstate sched_vcpu_state(struct sched *s, int v);
 

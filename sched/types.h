@@ -107,6 +107,7 @@ struct sched_vcpu_stats {
 	uint64_t guest_slice_yields;   /* left at its own slice end (guest-timed slices) */
 	uint64_t guest_slice_declined; /* asked to leave before its slice ended or with nobody queued */
 	uint64_t wake_cut_slices;  /* its slice was ended early for a woken vCPU (wake_slice_ns) */
+	uint64_t lease_ends;      /* seats given back at their lease's end, unasked (domain members) */
 	uint64_t lock_drains;     /* asked to leave at its next lock boundary: a sibling forced out inside one waits (domain seats) */
 	uint64_t floor_spin_ends;  /* spun past its own slice under a domain's slice floor: ended there */
 	uint64_t sticky_grants;    /* granted the slot it last held (warm cache and TLB) */

@@ -85,7 +85,8 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 	if (!rc) {
 		struct dom_grant_live *live = dom_shm_live(&am->shm);
 		snprintf(live->policy, sizeof(live->policy), "%s", j->policy);
-		live->waiting = a->waiting;
+		live->waiting = 0; /* the join's decision says (publish_waiting) */
+		am->waiting = false;
 		live->weight = j->weight;
 		am->bell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		rc = am->bell < 0 ? -errno : 0;
@@ -189,22 +190,33 @@ void agent_doorbell(struct agent *a, int m)
 }
 
 /*
- * Whether a seat waits for a slot (queued seats mean every slot is held):
- * told to every member, and the holders are woken when it becomes true, so
- * seats they keep idle come back at once. O(M) only when it changes.
+ * Whether a seat of another member waits for a slot that no revoke in
+ * flight will serve (dom_core's own "someone else waits" at a slice end):
+ * told to each member, whose seats then go back at their leases' ends and
+ * whose idle seats go back at once; its holders are woken when it becomes
+ * true. Its own queued seats never count: its seats are alike, so giving
+ * one back to its own queue would cost a switch and gain nothing.
+ * O(P + M) per decision.
  */
 static void publish_waiting(struct agent *a)
 {
-	bool w = a->core->nqueued_ok > 0;
-	if (w == a->waiting)
-		return;
-	a->waiting = w;
-	for (int m = 0; m < a->max_members; m++)
-		if (a->mem[m].conn >= 0 && a->mem[m].shm.grant)
-			__atomic_store_n(&dom_shm_live(&a->mem[m].shm)->waiting, w, __ATOMIC_RELEASE);
-	for (int s = 0; w && s < a->core->nslots; s++)
-		if (a->core->slot[s].m >= 0)
-			agent_mark_dirty(a, a->core->slot[s].m);
+	const struct dom_core *c = a->core;
+	int on_the_way = 0;
+	for (int s = 0; s < c->nslots; s++)
+		on_the_way += c->slot[s].m >= 0 && c->slot[s].revoking;
+	for (int m = 0; m < a->max_members; m++) {
+		struct agent_member *am = &a->mem[m];
+		if (am->conn < 0 || !am->shm.grant || !c->mem[m].used)
+			continue;
+		const struct dom_member *x = &c->mem[m];
+		bool w = c->nqueued_ok - (x->heap_idx >= 0 ? x->nqueued : 0) > on_the_way;
+		if (w == am->waiting)
+			continue;
+		am->waiting = w;
+		__atomic_store_n(&dom_shm_live(&am->shm)->waiting, w, __ATOMIC_RELEASE);
+		if (w && x->nheld > 0)
+			agent_mark_dirty(a, m);
+	}
 }
 
 void agent_mark_dirty(struct agent *a, int m)
@@ -240,6 +252,21 @@ static void ring_slot_bells(struct agent *a)
 	}
 }
 
+/* Each held slot's slice end, renewed or not, on its holder's seat line
+ * (no wake: the member reads it when it needs it). O(P). */
+static void publish_leases(struct agent *a)
+{
+	const struct dom_core *c = a->core;
+	for (int s = 0; s < c->nslots; s++) {
+		const struct dom_slot *sl = &c->slot[s];
+		if (sl->m < 0 || a->mem[sl->m].conn < 0 || !a->mem[sl->m].shm.grant)
+			continue;
+		uint64_t *u = dom_shm_grant_until(&a->mem[sl->m].shm, sl->v);
+		if (u && __atomic_load_n(u, __ATOMIC_RELAXED) != sl->slice_end)
+			__atomic_store_n(u, sl->slice_end, __ATOMIC_RELAXED);
+	}
+}
+
 void agent_apply(struct agent *a)
 {
 	struct dom_core *c = a->core;
@@ -251,6 +278,7 @@ void agent_apply(struct agent *a)
 		uint32_t *w = dom_shm_grant(&am->shm, x->v);
 		switch (x->kind) {
 		case DOM_ACT_GRANT:
+			__atomic_store_n(dom_shm_grant_until(&am->shm, x->v), c->slot[x->slot].slice_end, __ATOMIC_RELAXED);
 			am->cur_gen[x->v] = next_gen(am);
 			__atomic_store_n(w, dom_grant_word(am->cur_gen[x->v], 0, x->slot), __ATOMIC_RELEASE);
 			break;
@@ -270,6 +298,7 @@ void agent_apply(struct agent *a)
 		}
 	}
 	ring_slot_bells(a);
+	publish_leases(a);
 	dom_core_clear_actions(c);
 	publish_waiting(a);
 	for (int i = 0; i < a->ndirty; i++) {

@@ -43,6 +43,7 @@ struct seat {
 	uint32_t gen;  /* HELD/GIVING: the grant's; FREE/ASKED: the last given back */
 	int slot;
 	bool reclaimed; /* this grant was taken back at the hard deadline (counted once) */
+	uint64_t lease;  /* HELD: the slice end last given to the co-scheduler */
 };
 
 struct slot_thread {
@@ -175,6 +176,7 @@ static void wake_all(struct dlink *l)
 
 struct todo {
 	int online[DOM_SLOTS_MAX], ncpu[DOM_SLOTS_MAX], non;
+	uint64_t until[DOM_SLOTS_MAX];
 	int offline[DOM_SLOTS_MAX], noff;
 	char policy[DOM_NAME_MAX];
 	uint32_t policy_gen;
@@ -212,6 +214,8 @@ static void read_grants(struct dlink *l, struct todo *t, int only)
 				t->offline[t->noff++] = j;
 			} else {
 				st->st = SEAT_HELD;
+				st->lease = __atomic_load_n(dom_shm_grant_until(&l->shm, j), __ATOMIC_RELAXED);
+				t->until[t->non] = st->lease;
 				t->ncpu[t->non] = l->info.slot_cpu[slot];
 				t->online[t->non++] = j;
 			}
@@ -287,6 +291,7 @@ static void go_alone(struct dlink *l, const char *why, struct todo *t)
 		if (st->st == SEAT_HELD)
 			continue; /* online already, on a domain CPU */
 		st->st = SEAT_HELD;
+		t->until[t->non] = 0; /* no domain: no lease */
 		t->ncpu[t->non] = l->info.slot_cpu[j % l->info.nslots];
 		t->online[t->non++] = j;
 	}
@@ -310,8 +315,10 @@ static void apply_todo(struct dlink *l, const struct todo *t)
 {
 	if (t->give_back)
 		ring(l);
-	for (int i = 0; i < t->non; i++)
+	for (int i = 0; i < t->non; i++) {
+		sched_slot_lease(l->s, t->online[i], t->until[i]);
 		sched_slot_online(l->s, t->online[i], t->ncpu[i]);
+	}
 	for (int i = 0; i < t->noff; i++)
 		sched_slot_offline(l->s, t->offline[i]);
 }
@@ -368,6 +375,30 @@ static void serve_slot(struct dlink *l, int slot, struct waitset *ws)
 	pthread_rwlock_unlock(&l->apply);
 }
 
+/* The agent renews a slice without a wake while nobody else waits: the
+ * held seats' slice ends as it wrote them last, for the co-scheduler,
+ * before it acts on them (someone else waits now). */
+static void refresh_leases(struct dlink *l)
+{
+	int seat[DOM_SLOTS_MAX], n = 0;
+	uint64_t until[DOM_SLOTS_MAX];
+	pthread_rwlock_rdlock(&l->apply);
+	pthread_mutex_lock(&l->mu);
+	for (int j = 0; j < l->nlive && !l->lost && n < DOM_SLOTS_MAX; j++) {
+		struct seat *st = &l->seat[j];
+		uint64_t u = __atomic_load_n(dom_shm_grant_until(&l->shm, j), __ATOMIC_RELAXED);
+		if (st->st != SEAT_HELD || u == st->lease)
+			continue;
+		st->lease = u;
+		seat[n] = j;
+		until[n++] = u;
+	}
+	pthread_mutex_unlock(&l->mu);
+	for (int i = 0; i < n; i++)
+		sched_slot_lease(l->s, seat[i], until[i]);
+	pthread_rwlock_unlock(&l->apply);
+}
+
 static void *link_main(void *arg)
 {
 	struct dlink *l = arg;
@@ -378,7 +409,7 @@ static void *link_main(void *arg)
 		return NULL;
 	uint32_t beat = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
 	uint64_t beat_at = now_ns(), published = 0, tried = 0;
-	bool keeping = false;
+	bool keeping = false, leasing = false;
 	uint64_t floor_set = 0;
 	while (!atomic_load(&l->stopping)) {
 		/* a new agent replaces the segments: this iteration's */
@@ -419,6 +450,12 @@ static void *link_main(void *arg)
 		if (keep != keeping) {
 			sched_slots_keep(l->s, keep);
 			keeping = keep;
+		}
+		if (!keep)
+			refresh_leases(l);
+		if (!keep != leasing) {
+			sched_set_lease(l->s, !keep);
+			leasing = !keep;
 		}
 		/* While others wait, the domain's revoke ends a seat's slice (one
 		 * switch); a rotation of this VM's own just before it would be a

@@ -220,6 +220,12 @@ struct dom_grant_live *dom_shm_live(const struct dom_shm *s)
 	return (struct dom_grant_live *)line(s->grant, 1);
 }
 
+uint64_t *dom_shm_grant_until(const struct dom_shm *s, int seat)
+{
+	uint32_t *w = dom_shm_grant(s, seat);
+	return w ? (uint64_t *)((char *)w + sizeof(uint64_t)) : NULL;
+}
+
 uint32_t *dom_shm_slot_bell(const struct dom_shm *s, int slot)
 {
 	if (slot < 0 || slot >= DOM_SLOTS_MAX)

@@ -135,6 +135,9 @@ uint32_t *dom_shm_grant(const struct dom_shm *s, int seat);
 uint32_t *dom_shm_req(const struct dom_shm *s, int seat);
 struct dom_grant_hdr *dom_shm_grant_hdr(const struct dom_shm *s);
 struct dom_grant_live *dom_shm_live(const struct dom_shm *s);
+/* Seat's lease: the slice end of the grant in force (agent's
+ * CLOCK_MONOTONIC ns), on the grant word's line; NULL out of range. */
+uint64_t *dom_shm_grant_until(const struct dom_shm *s, int seat);
 /* Domain slot's bell; NULL out of 0..DOM_SLOTS_MAX-1. */
 uint32_t *dom_shm_slot_bell(const struct dom_shm *s, int slot);
 struct dom_req_hdr *dom_shm_req_hdr(const struct dom_shm *s);
