@@ -447,9 +447,10 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 	for (int s = 0; s < c->nslots && c->lease_on; s++) {
 		const struct sched_slot *sl = &c->slot[s];
 		int v = sl->vcpu;
-		if (!sl->lease_end || sl->state != SCHED_SLOT_ONLINE || (v >= 0 && sc_outgoing(&c->v[v])))
+		uint64_t cut = sc_lease_cut(c, s);
+		if (!cut || sl->state != SCHED_SLOT_ONLINE || (v >= 0 && sc_outgoing(&c->v[v])))
 			continue;
-		uint64_t t = v >= 0 && sc_gslice(c, v) ? sc_gslice_hard(c, s) : sl->lease_end - LEASE_MARGIN_NS;
+		uint64_t t = v >= 0 && sc_gslice(c, v) ? sc_gslice_hard(c, s) : cut;
 		if (t < d)
 			d = t;
 	}

@@ -95,8 +95,8 @@ const char *sched_core_check(const struct sched_core *c)
 		return "the count of woken queued vCPUs is wrong";
 	/* guest-timed slices: every slot holder's page says whether anyone
 	 * queues (core_gslice.c) */
-	if (c->started && c->contended != (runnable > 0))
-		return "contended does not say whether anyone queues";
+	if (c->started && c->contended != (runnable > 0 || c->lease_on))
+		return "contended does not say whether anyone queues (here or, under a lease, in the domain)";
 	for (int v = 0; c->guest_slice && c->started && v < c->nvcpus; v++)
 		if (c->v[v].state == SCHED_ST_RUNNING && c->v[v].contended != c->contended)
 			return "a slot holder's contended flag is stale";

@@ -75,7 +75,8 @@ static int sc_gslice_waiting(const struct sched_core *c)
 bool sc_gslice_claim(struct sched_core *c, int v, uint64_t now, bool decline)
 {
 	struct sched_vcore *x = &c->v[v];
-	if (sc_lease_due(c, x->slot, now)) { /* the seat goes back with this yield */
+	if (sc_gslice_expired(c, v, now) && sc_lease_ends_slice(c, x->slot)) {
+		/* a seat's lease is over: it goes back with this yield */
 		x->st.guest_slice_yields++;
 		x->st.lease_ends++;
 		sc_trace(c, SCHED_TR_SLICE_GUEST, v, -1, now);

@@ -52,27 +52,38 @@ static inline bool sc_slice_cut(const struct sched_core *c)
 	       c->pol != &sched_policy_gang;
 }
 
-/* Slot s's full slice: the floor's, unless its holder spun past its own
- * (core_slots.c, sc_floor_spun). */
-static inline uint64_t sc_full_slice(const struct sched_core *c, int s)
+/* Slot s's own full slice: the floor's, unless its holder spun past its
+ * own (core_slots.c, sc_floor_spun). */
+static inline uint64_t sc_own_slice(const struct sched_core *c, int s)
+{
+	return c->slot[s].floor_off ? c->base_slice_ns : c->slice_ns;
+}
+
+/* When seat s's slices end at its lease (its end less the margin) while
+ * another member waits; 0: no lease in force (core_slots.c). */
+static inline uint64_t sc_lease_cut(const struct sched_core *c, int s)
 {
 	const struct sched_slot *sl = &c->slot[s];
-	uint64_t full = sl->floor_off ? c->base_slice_ns : c->slice_ns;
-	if (c->lease_on && sl->lease_end) { /* ends at the lease, less the margin */
-		uint64_t end = sl->lease_end > LEASE_MARGIN_NS ? sl->lease_end - LEASE_MARGIN_NS : 0;
-		uint64_t left = end > sl->slice_start ? end - sl->slice_start : 0;
-		if (left < full)
-			full = left;
-	}
+	if (!c->lease_on || !sl->lease_end)
+		return 0;
+	return sl->lease_end > LEASE_MARGIN_NS ? sl->lease_end - LEASE_MARGIN_NS : 1;
+}
+
+/* Slot s's full slice: its own, or less where the lease ends it first. */
+static inline uint64_t sc_full_slice(const struct sched_core *c, int s)
+{
+	uint64_t full = sc_own_slice(c, s), cut = sc_lease_cut(c, s), start = c->slot[s].slice_start;
+	if (cut && cut < start + full)
+		full = cut > start ? cut - start : 0;
 	return full;
 }
 
-/* Slot s is a seat whose lease is over while another member waits. */
-static inline bool sc_lease_due(const struct sched_core *c, int s, uint64_t now)
+/* The lease, not the holder's own slice, ends slot s's slice. */
+static inline bool sc_lease_ends_slice(const struct sched_core *c, int s)
 {
-	const struct sched_slot *sl = &c->slot[s];
-	return c->lease_on && sl->lease_end && now + LEASE_MARGIN_NS >= sl->lease_end &&
-	       sl->state == SCHED_SLOT_ONLINE;
+	uint64_t cut = sc_lease_cut(c, s);
+	return cut && cut <= c->slot[s].slice_start + sc_own_slice(c, s) &&
+	       c->slot[s].state == SCHED_SLOT_ONLINE;
 }
 
 static inline uint64_t sc_slice_ns(const struct sched_core *c, int s)

@@ -151,8 +151,12 @@ void sc_lock_drain(struct sched_core *c, uint64_t now)
 void sched_core_slot_lease(struct sched_core *c, int slot, uint64_t end, uint64_t now)
 {
 	SC_EVENT(c, now);
-	if (slot >= 0 && slot < c->nslots)
-		c->slot[slot].lease_end = end;
+	if (!c->slots_offline || slot < 0 || slot >= c->nslots || c->slot[slot].lease_end == end)
+		return;
+	c->slot[slot].lease_end = end;
+	int v = c->slot[slot].vcpu; /* a renewed lease: its guest times the new end */
+	if (c->lease_on && v >= 0 && c->v[v].state == SCHED_ST_RUNNING && !sc_outgoing(&c->v[v]))
+		sc_gslice_new_slice(c, v, now);
 }
 
 void sched_core_set_lease(struct sched_core *c, bool on, uint64_t now)
@@ -164,8 +168,13 @@ void sched_core_set_lease(struct sched_core *c, bool on, uint64_t now)
 	c->gs_dirty = true; /* `contended` follows it */
 	for (int s = 0; s < c->nslots; s++) {
 		int v = c->slot[s].vcpu;
-		if (v >= 0 && c->v[v].state == SCHED_ST_RUNNING && !sc_outgoing(&c->v[v]))
-			sc_gslice_new_slice(c, v, now);
+		if (v < 0 || c->v[v].state != SCHED_ST_RUNNING || sc_outgoing(&c->v[v]))
+			continue;
+		/* A slice that ran out while no sibling queued starts again: it
+		 * ended nothing, and the lease, not it, is what ends it now. */
+		if (on && now - c->slot[s].slice_start >= sc_own_slice(c, s))
+			sc_slice_restart(c, s, now);
+		sc_gslice_new_slice(c, v, now);
 	}
 }
 
@@ -176,7 +185,8 @@ void sc_lease_ends(struct sched_core *c, uint64_t now)
 {
 	for (int s = 0; s < c->nslots && c->lease_on; s++) {
 		int v = c->slot[s].vcpu;
-		if (!sc_lease_due(c, s, now) || (v >= 0 && sc_outgoing(&c->v[v])))
+		uint64_t cut = sc_lease_cut(c, s);
+		if (!cut || now < cut || c->slot[s].state != SCHED_SLOT_ONLINE || (v >= 0 && sc_outgoing(&c->v[v])))
 			continue;
 		if (v >= 0 && sc_gslice(c, v) && now < sc_gslice_hard(c, s))
 			continue;

@@ -24,7 +24,7 @@ struct fake {
 	struct sched_hint h[4];
 	bool contended[4];
 	int new_slice_us[4]; /* the last NEW_SLICE's length; -1: none since reset */
-	int pending_sets, forces, grants[4];
+	int pending_sets, forces, grants[4], slot_offs;
 	int traced[SCHED_TR_COUNT];
 };
 
@@ -49,11 +49,15 @@ static void drain(struct sched_core *c, struct fake *f)
 		case SCHED_ACT_SET_PREEMPT_PENDING: f->pending_sets += a.val != 0; break;
 		case SCHED_ACT_FORCE_EXIT: f->forces++; break;
 		case SCHED_ACT_GRANT: f->grants[a.v]++; break;
+		case SCHED_ACT_SLOT_OFF: f->slot_offs++; break;
 		default: break;
 		}
 	}
 	sched_core_clear_actions(c);
-	CHECK(sched_core_check(c) == NULL);
+	const char *bad = sched_core_check(c);
+	if (bad)
+		printf("invariant: %s\n", bad);
+	CHECK(bad == NULL);
 }
 
 static uint64_t mk_wake_slice; /* the next mk's wake_slice_ns */
@@ -471,6 +475,142 @@ static void case_lock_drains_forced_tickets(bool floor)
 	sched_core_destroy(c);
 }
 
+#define LEASE (5 * MS)
+
+/* One seat of a domain member, its slice 2 ms, its lease (the domain's
+ * slice end) at LEASE: the lease ends nothing while nobody else waits;
+ * with lease on, the slice ends LEASE_MARGIN_NS before it and the seat goes
+ * back at that yield (a guest that times its slice), or at the tick there
+ * through a deferral (one that does not), unasked by the domain. */
+static struct sched_core *mk_seat(int n, bool opt_in, struct fake *f)
+{
+	memset(f, 0, sizeof(*f));
+	for (int v = 0; v < 4; v++) {
+		f->h[v].waiting_for = -1;
+		f->h[v].guest_slice = opt_in;
+		f->new_slice_us[v] = -1;
+	}
+	struct sched_params p = {
+		.nvcpus = n, .npcpus = 1, .policy = "none", .defer = true, .guest_slice = true,
+		.slice_ns = SLICE, .defer_max_ns = DEFER, .slots_offline = true, .spin_sources = SCHED_SPIN_YIELD,
+		.trace = count_trace, .trace_ctx = f,
+	};
+	const char *why;
+	struct sched_core *c = sched_core_create(&p, hint, f, &why);
+	if (!c) {
+		printf("create: %s\n", why);
+		exit(1);
+	}
+	sched_core_start(c, 0);
+	sched_core_slot_lease(c, 0, LEASE, 0);
+	sched_core_slot_online(c, 0, 0);
+	drain(c, f);
+	/* the guest's claims are learnt on its own events */
+	sched_core_safe_point(c, 0, 1);
+	drain(c, f);
+	resume(c, f, 0, 1);
+	return c;
+}
+
+static void case_lease_ends_the_seat(bool opt_in)
+{
+	struct fake f;
+	struct sched_core *c = mk_seat(1, opt_in, &f);
+	const uint64_t cut = LEASE - LEASE_MARGIN_NS;
+	/* nobody else waits: the lease ends nothing */
+	CHECK(sched_core_next_deadline(c) == UINT64_MAX);
+	sched_core_tick(c, LEASE + MS);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNING && f.slot_offs == 0 && f.pending_sets == 0);
+	/* a renewed lease, then another member waits: the guest is told the
+	 * slice that is left and that it is contended */
+	const uint64_t lease2 = LEASE + 2 * MS + 7 * US;
+	f.new_slice_us[0] = -1;
+	sched_core_slot_lease(c, 0, lease2, LEASE + MS);
+	drain(c, &f);
+	CHECK(f.new_slice_us[0] == -1); /* no lease in force yet: nothing to tell */
+	uint64_t on = LEASE + MS + 10 * US;
+	sched_core_set_lease(c, true, on);
+	drain(c, &f);
+	const uint64_t cut2 = lease2 - LEASE_MARGIN_NS;
+	CHECK(f.contended[0]);
+	if (opt_in)
+		CHECK(f.new_slice_us[0] == (int)((cut2 - on) / US));
+	CHECK(sched_core_next_deadline(c) == (opt_in ? cut2 + DEFER : cut2));
+	sched_core_tick(c, cut2 - 1);
+	drain(c, &f);
+	CHECK(f.slot_offs == 0 && f.pending_sets == 0 && sched_core_state(c, 0) == SCHED_ST_RUNNING);
+	if (opt_in) {
+		/* the core leaves the guest to it until the hard deadline */
+		sched_core_tick(c, cut2);
+		drain(c, &f);
+		CHECK(f.pending_sets == 0 && f.forces == 0);
+		sched_core_safe_point(c, 0, cut2 + US);
+		drain(c, &f);
+		CHECK(c->v[0].st.guest_slice_yields == 1 && c->v[0].st.deferrals == 0);
+	} else {
+		sched_core_tick(c, cut2);
+		drain(c, &f);
+		CHECK(f.pending_sets == 1 && sched_core_state(c, 0) == SCHED_ST_RUNNING);
+		CHECK(c->slot[0].state == SCHED_SLOT_GOING_OFF);
+		sched_core_safe_point(c, 0, cut2 + US);
+		drain(c, &f);
+	}
+	/* the seat went back unasked; its holder queues for the next grant */
+	CHECK(f.slot_offs == 1 && c->v[0].st.lease_ends == 1);
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNABLE && c->slot[0].state == SCHED_SLOT_OFFLINE);
+	CHECK(c->slot[0].lease_end == 0); /* the next grant brings its own */
+	CHECK(f.forces == 0);
+	(void)cut;
+	sched_core_destroy(c);
+}
+
+/* Lease on while the lease is long past (the domain renewed the slice
+ * without telling, then someone queued): the seat goes at once, as the
+ * agent's own revoke of a long-past slice would. A guest's claim before
+ * the cut, for its own slice, is not a lease end. */
+static void case_lease_past_and_own_slice(void)
+{
+	struct fake f;
+	struct sched_core *c = mk_seat(2, true, &f);
+	/* vCPU 1 queues: the own slice (2 ms) ends first, a rotation */
+	sched_core_safe_point(c, 0, SLICE + 2);
+	drain(c, &f);
+	CHECK(sched_core_state(c, 1) == SCHED_ST_RUNNING && f.slot_offs == 0 && c->v[0].st.lease_ends == 0);
+	resume(c, &f, 1, SLICE + 20 * US);
+	/* a lease long past, lease on: the tick leaves the guest its hard
+	 * deadline; its next lock boundary gives the seat back */
+	sched_core_set_lease(c, true, LEASE + 3 * MS);
+	drain(c, &f);
+	CHECK(f.new_slice_us[1] == 0);
+	sched_core_safe_point(c, 1, LEASE + 3 * MS + US);
+	drain(c, &f);
+	CHECK(f.slot_offs == 1 && c->v[1].st.lease_ends == 1);
+	CHECK(sched_core_state(c, 0) == SCHED_ST_RUNNABLE && sched_core_state(c, 1) == SCHED_ST_RUNNABLE);
+	/* back on without a lease (no domain): leases are off for it */
+	sched_core_slot_online(c, 0, LEASE + 4 * MS);
+	drain(c, &f);
+	int v = c->slot[0].vcpu;
+	CHECK(v >= 0 && c->slot[0].lease_end == 0);
+	resume(c, &f, v, LEASE + 4 * MS + 10 * US);
+	CHECK(f.new_slice_us[v] == (int)(SLICE / US));
+	sched_core_destroy(c);
+}
+
+/* A one-process core has no seats: a lease is ignored. */
+static void case_lease_needs_a_seat(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, true, &f);
+	sched_core_slot_lease(c, 0, MS, 0);
+	sched_core_set_lease(c, true, 0);
+	drain(c, &f);
+	CHECK(c->slot[0].lease_end == 0);
+	resume(c, &f, 0, 10);
+	CHECK(f.new_slice_us[0] == (int)(SLICE / US));
+	sched_core_destroy(c);
+}
+
 int main(void)
 {
 	CASE(case_wake_cuts_the_slice(false));
@@ -489,6 +629,10 @@ int main(void)
 	CASE(case_floor_ends_on_spin());
 	CASE(case_lock_drains_forced_tickets(true));
 	CASE(case_lock_drains_forced_tickets(false));
+	CASE(case_lease_ends_the_seat(true));
+	CASE(case_lease_ends_the_seat(false));
+	CASE(case_lease_past_and_own_slice());
+	CASE(case_lease_needs_a_seat());
 	printf("%ld passed, %ld failed\n", n_pass, n_fail);
 	return n_fail != 0;
 }

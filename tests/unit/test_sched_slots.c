@@ -20,7 +20,7 @@
 #define MAXS 4
 
 static long tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks;
-static long tot_sticky_chances, tot_floors, tot_lock_drains;
+static long tot_sticky_chances, tot_floors, tot_lock_drains, tot_lease_ons, tot_lease_ends;
 
 struct fake {
 	struct sched_hint h[MAXV];
@@ -32,6 +32,8 @@ struct fake {
 	int slot_offs[MAXS];    /* SLOT_OFFs in the last batch */
 	bool owed[MAXS];        /* an offline asked for, not answered yet */
 	bool idem[MAXS];        /* the last event asked an offline slot again */
+	bool lease_on;          /* as of the last event: leases in force ... */
+	uint64_t lease_end[MAXS]; /* ... and each slot's */
 	int demands;            /* SLOT_DEMANDs in the last batch */
 	int demand;             /* the last one's value; -1: none */
 	int ntrace_policy, last_policy_arg;
@@ -102,6 +104,11 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 	memset(f->grants, 0, sizeof(f->grants));
 	memset(f->slot_offs, 0, sizeof(f->slot_offs));
 	f->demands = 0;
+	/* A seat may go back unasked when its lease is over (within a slice:
+	 * the guest's claim has a tolerance; test_sched_slices times it). */
+	bool may[MAXS];
+	for (int s = 0; s < c->nslots; s++)
+		may[s] = f->lease_on && f->lease_end[s] && now + LEASE_MARGIN_NS + c->slice_ns >= f->lease_end[s];
 	for (int i = 0; i < c->nact; i++) {
 		struct sched_action a = c->act[i];
 		switch (a.kind) {
@@ -139,8 +146,9 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 			break;
 		case SCHED_ACT_SLOT_OFF:
 			CHECK(a.v == -1 && a.val >= 0 && a.val < c->nslots);
-			/* once per offline asked for, or the answer to a repeat */
-			CHECK(f->owed[a.val] || f->idem[a.val]);
+			/* once per offline asked for, or the answer to a repeat, or
+			 * a seat whose lease is over */
+			CHECK(f->owed[a.val] || f->idem[a.val] || may[a.val]);
 			CHECK(c->slot[a.val].state == SCHED_SLOT_OFFLINE);
 			f->owed[a.val] = false;
 			f->slot_offs[a.val]++;
@@ -159,6 +167,14 @@ static void drain(struct sched_core *c, struct fake *f, uint64_t now)
 	for (int v = 0; v < c->nvcpus; v++)
 		if (c->v[v].state != SCHED_ST_RUNNING)
 			f->running[v] = f->force[v] = false;
+	for (int s = 0; s < c->nslots; s++) {
+		if (c->slot[s].state == SCHED_SLOT_GOING_OFF && !f->owed[s]) {
+			CHECK(may[s]); /* nobody asked: its lease is over */
+			f->owed[s] = true;
+		}
+		f->lease_end[s] = c->slot[s].lease_end;
+	}
+	f->lease_on = c->lease_on;
 }
 
 static struct sched_core *mk(const char *pol, int m, int n, int nvms, bool defer,
@@ -519,13 +535,20 @@ static void slot_event(struct sched_core *c, struct fake *f, uint64_t now)
 	int s = (int)(rnd(f) % (uint64_t)c->nslots);
 	uint64_t x = rnd(f) % 100;
 	if (x < 55) {
+		/* a grant brings its lease: the domain's slice end, near or past */
+		uint64_t end = rnd(f) % 4 ? now + rnd(f) % (4 * c->base_slice_ns) : now / 2;
+		sched_core_slot_lease(c, s, end, now);
+		drain(c, f, now);
 		online(c, f, s, now);
-	} else if (x < 85) {
+	} else if (x < 80) {
 		offline(c, f, s, now);
 	} else if (x < 95) {
-		/* another domain member starts or stops waiting */
+		/* another domain member starts or stops waiting: the floor and
+		 * the leases follow it */
 		uint64_t fl = rnd(f) % 2 ? 0 : (rnd(f) % 4) * c->base_slice_ns;
 		sched_core_set_slice_floor(c, fl, now);
+		sched_core_set_lease(c, rnd(f) % 2, now);
+		tot_lease_ons += c->lease_on;
 		CHECK(c->slice_ns == (fl > c->base_slice_ns ? fl : c->base_slice_ns));
 		tot_floors += c->slice_ns > c->base_slice_ns;
 		drain(c, f, now);
@@ -678,6 +701,7 @@ static void run_random(const struct run *r, int steps)
 		CHECK(c->v[v].st.sticky_grants == f.same[v]);
 		CHECK(c->v[v].st.slot_moves == f.moved[v]);
 		tot_lock_drains += (long)c->v[v].st.lock_drains;
+		tot_lease_ends += (long)c->v[v].st.lease_ends;
 	}
 	sched_core_destroy(c);
 	ctx[0] = 0;
@@ -714,9 +738,10 @@ int main(void)
 	CHECK(tot_sticky_chances > 1000);
 	CHECK(tot_floors > 1000);
 	CHECK(tot_lock_drains > 50);
-	fprintf(stderr, "random runs: %ld events, %ld grants, %ld slots gone offline, %ld demands, %ld policy switches, %ld parks, %ld grants with the last slot free, %ld slice floors, %ld lock drains\n",
+	CHECK(tot_lease_ons > 1000 && tot_lease_ends > 100);
+	fprintf(stderr, "random runs: %ld events, %ld grants, %ld slots gone offline, %ld demands, %ld policy switches, %ld parks, %ld grants with the last slot free, %ld slice floors, %ld lock drains, %ld leases on, %ld seats gone at their lease's end\n",
 		tot_events, tot_grants, tot_slot_offs, tot_demands, tot_policies, tot_parks, tot_sticky_chances,
-		tot_floors, tot_lock_drains);
+		tot_floors, tot_lock_drains, tot_lease_ons, tot_lease_ends);
 	fprintf(stderr, "%ld invariant checks passed, %ld failed\n", n_pass, n_fail);
 	printf("%ld passed, %ld failed\n", cases_pass, cases_fail);
 	return n_fail != 0;
