@@ -6,8 +6,9 @@ members on 2 slots keep mutual exclusion and never have more than 2 vCPUs
 in guest mode (from their traces, on one time axis), a SIGKILLed member's
 slots go to the others, a killed agent leaves members running, a
 SIGSTOPped member cannot keep a slot, weights 1:2 give 1:2, a live
-policy change is applied and marked, and two gang members have their
-two seats granted together (plain members do not)."""
+policy change is applied and marked, seats go back at their leases'
+ends, and two gang members have their two seats granted together
+(plain members do not)."""
 import json
 import re
 import mmap
@@ -505,6 +506,26 @@ def test_policy_changed_live_is_applied_and_marked():
             names = {e.get("name") for e in json.load(f)["traceEvents"]}
         assert "policy changed" in names, sorted(n for n in names if n)[:40]
 
+
+@harness.nested_stage
+def test_seats_go_back_at_their_lease_end():
+    """Two members of 4 vCPUs (PV ticket locks, guest-timed slices) on 2
+    slots: each seat goes back by itself at the end of the domain's slice
+    it was granted (its lease), at its guest's lock boundary, so the
+    agent's revoke is the exception, not the way slots change hands."""
+    need_kvm()
+    args = ("-c", "4", "--lock", "pvticket", "--yield", "pv", "--duration", _dur(2))
+    with Domain("lease", pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
+        procs = [dom.member(*args, json_path=os.path.join(d, "r%d.json" % i)) for i in range(2)]
+        for p in procs:
+            rc, out, err = _finish(p)
+            assert rc == 0, err[-2000:]
+        for i in range(2):
+            rep = _report(os.path.join(d, "r%d.json" % i))
+            check_mutual_exclusion(rep)
+            dm, s = rep["domain"], rep["sched"]
+            assert s["lease_ends"] >= 10, (dm, s["lease_ends"])
+            assert s["lease_ends"] > dm["revokes"], (dm, s["lease_ends"], s["deferrals"])
 
 @harness.nested_stage
 def test_idle_seats_are_kept_while_nobody_waits():

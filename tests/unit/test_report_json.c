@@ -62,6 +62,7 @@ static void fill_stats(struct sched_vcpu_stats *st, uint64_t base)
 	st->wake_cut_slices = base + 21;
 	st->floor_spin_ends = base + 22;
 	st->lock_drains = base + 23;
+	st->lease_ends = base + 24;
 	sched_hist_add(&st->kick_latency, 1500);
 	sched_hist_add(&st->kick_latency, 90000);
 }

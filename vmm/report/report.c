@@ -53,6 +53,7 @@ static void add_stats(struct sched_vcpu_stats *t, const struct sched_vcpu_stats 
 	t->wake_cut_slices += x->wake_cut_slices;
 	t->floor_spin_ends += x->floor_spin_ends;
 	t->lock_drains += x->lock_drains;
+	t->lease_ends += x->lease_ends;
 	t->kernel_halts += x->kernel_halts;
 	t->unslotted_wakes += x->unslotted_wakes;
 	t->sticky_grants += x->sticky_grants;

@@ -168,6 +168,7 @@ static void json_sched(struct json_out *o, json_t *parent, const struct sched_vc
 	json_out_u64(o, sched, "wake_cut_slices", st->wake_cut_slices);
 	json_out_u64(o, sched, "floor_spin_ends", st->floor_spin_ends);
 	json_out_u64(o, sched, "lock_drains", st->lock_drains);
+	json_out_u64(o, sched, "lease_ends", st->lease_ends);
 	json_out_u64(o, sched, "kernel_halts", st->kernel_halts);
 	json_out_u64(o, sched, "unslotted_wakes", st->unslotted_wakes);
 	json_out_u64(o, sched, "sticky_grants", st->sticky_grants);
