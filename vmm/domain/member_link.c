@@ -78,7 +78,10 @@ struct dlink {
 	 * is preempted by it, and would hold the other slots' grants. */
 	pthread_rwlock_t apply;
 	struct slot_thread *sthr; /* [info.nslots] */
-	int nsthr;
+	int nsthr;           /* started (joined at the end) */
+	int nslot_threads;   /* slots with a thread of their own: the first
+				info.nslots of the join, fixed before any thread
+				starts; the link serves any a new agent adds */
 	struct seat *seat;
 	int want;            /* the co-scheduler's demand */
 	bool lost;
@@ -501,7 +504,7 @@ static void *link_main(void *arg)
 		pthread_mutex_lock(&l->mu);
 		int nslots = l->info.nslots;
 		pthread_mutex_unlock(&l->mu);
-		for (int k = l->nsthr; k < nslots; k++)
+		for (int k = l->nslot_threads; k < nslots; k++)
 			serve_slot(l, k, &ws);
 		wait_words(&ws, &l->local, b, LINK_WAKE_NS);
 	}
@@ -790,7 +793,7 @@ static int start_slot_threads(struct dlink *l)
 			return -rc;
 		l->nsthr++;
 		char name[16];
-		snprintf(name, sizeof(name), "vmm-slot%d", k);
+		snprintf(name, sizeof(name), "vmm-slot%d", k % 1000); /* DOM_SLOTS_MAX: 3 digits */
 		pthread_setname_np(t->thr, name);
 		while (sem_wait(&l->started) < 0 && errno == EINTR)
 			;
@@ -807,6 +810,7 @@ int dlink_start(struct dlink *l, struct sched *s, const struct dlink_hooks *h)
 	l->policy_seen = __atomic_load_n(&dom_shm_live(&l->shm)->policy_gen, __ATOMIC_ACQUIRE);
 	l->weight_seen = __atomic_load_n(&dom_shm_live(&l->shm)->weight, __ATOMIC_ACQUIRE);
 	sched_set_slot_cb(s, on_slot, l);
+	l->nslot_threads = l->info.nslots;
 	sem_init(&l->started, 0, 0);
 	int rc = pthread_create(&l->thr, NULL, link_main, l);
 	if (rc)
