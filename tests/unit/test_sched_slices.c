@@ -61,6 +61,7 @@ static void drain(struct sched_core *c, struct fake *f)
 }
 
 static uint64_t mk_wake_slice; /* the next mk's wake_slice_ns */
+static bool mk_seats;          /* the next mk's slots_offline: a domain member's seats */
 
 static struct sched_core *mk(const char *pol, int m, int n, bool opt_in, struct fake *f)
 {
@@ -74,7 +75,7 @@ static struct sched_core *mk(const char *pol, int m, int n, bool opt_in, struct 
 		.nvcpus = n, .npcpus = m, .policy = pol, .defer = true, .guest_slice = true,
 		.slice_ns = SLICE, .defer_max_ns = DEFER, .spin_sources = SCHED_SPIN_YIELD,
 		.nvms = !strcmp(pol, "gang") ? n : 1, .wake_slice_ns = mk_wake_slice,
-		.trace = count_trace, .trace_ctx = f,
+		.slots_offline = mk_seats, .trace = count_trace, .trace_ctx = f,
 	};
 	static const int vm_of[4] = { 0, 1, 2, 3 };
 	if (!strcmp(pol, "gang"))
@@ -484,24 +485,9 @@ static void case_lock_drains_forced_tickets(bool floor)
  * through a deferral (one that does not), unasked by the domain. */
 static struct sched_core *mk_seat(int n, bool opt_in, struct fake *f)
 {
-	memset(f, 0, sizeof(*f));
-	for (int v = 0; v < 4; v++) {
-		f->h[v].waiting_for = -1;
-		f->h[v].guest_slice = opt_in;
-		f->new_slice_us[v] = -1;
-	}
-	struct sched_params p = {
-		.nvcpus = n, .npcpus = 1, .policy = "none", .defer = true, .guest_slice = true,
-		.slice_ns = SLICE, .defer_max_ns = DEFER, .slots_offline = true, .spin_sources = SCHED_SPIN_YIELD,
-		.trace = count_trace, .trace_ctx = f,
-	};
-	const char *why;
-	struct sched_core *c = sched_core_create(&p, hint, f, &why);
-	if (!c) {
-		printf("create: %s\n", why);
-		exit(1);
-	}
-	sched_core_start(c, 0);
+	mk_seats = true;
+	struct sched_core *c = mk("none", 1, n, opt_in, f);
+	mk_seats = false;
 	sched_core_slot_lease(c, 0, LEASE, 0);
 	sched_core_slot_online(c, 0, 0);
 	drain(c, f);
