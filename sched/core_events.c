@@ -13,7 +13,7 @@
 /* ---- preemption ---- */
 
 /* counted: a preemption (not a yield the scheduler carries out for v) */
-static void force_out(struct sched_core *c, int v, bool counted, uint64_t now)
+void sc_force_out(struct sched_core *c, int v, bool counted, uint64_t now)
 {
 	struct sched_vcore *x = &c->v[v];
 	if (x->preempt_req)
@@ -44,7 +44,7 @@ void sched_core_request_preempt(struct sched_core *c, int v, uint64_t now)
 		sc_trace(c, SCHED_TR_DEFER, v, -1, now);
 		return;
 	}
-	force_out(c, v, true, now);
+	sc_force_out(c, v, true, now);
 }
 
 
@@ -95,7 +95,7 @@ static void slice_ends(struct sched_core *c, uint64_t now)
 		if (sc_gslice(c, v) && now >= sc_gslice_hard(c, e[i].slot)) {
 			c->v[v].st.deferrals_hard++;
 			sc_trace(c, SCHED_TR_DEFER_HARD, v, -1, now);
-			force_out(c, v, true, now);
+			sc_force_out(c, v, true, now);
 			budget--;
 			continue;
 		}
@@ -122,7 +122,7 @@ static void deferrals(struct sched_core *c, uint64_t now)
 		} else if (now >= x->defer_deadline) {
 			x->st.deferrals_hard++;
 			sc_trace(c, SCHED_TR_DEFER_HARD, v, -1, now);
-			force_out(c, v, true, now);
+			sc_force_out(c, v, true, now);
 		}
 		/*
 		 * No polling in between: on a machine with as many slots as CPUs
@@ -155,7 +155,7 @@ static void spin_event(struct sched_core *c, int v, int target, bool in_guest,
 	if (in_guest) {
 		/* It must leave guest mode first; the slot follows. */
 		x->handoff_to = to;
-		force_out(c, v, false, now);
+		sc_force_out(c, v, false, now);
 		return;
 	}
 	sc_release(c, v, to, now);
@@ -435,7 +435,7 @@ void sched_core_stop(struct sched_core *c, uint64_t now)
 	c->stopping = true;
 	for (int s = 0; s < c->nslots; s++)
 		if (c->slot[s].vcpu >= 0)
-			force_out(c, c->slot[s].vcpu, false, now);
+			sc_force_out(c, c->slot[s].vcpu, false, now);
 	/* Threads left in guest mode without a slot must come out too. */
 	for (int v = 0; v < c->nvcpus; v++)
 		if (c->v[v].parked || c->v[v].unslotted)

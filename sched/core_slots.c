@@ -178,9 +178,8 @@ void sched_core_set_lease(struct sched_core *c, bool on, uint64_t now)
 	}
 }
 
-/* At a tick: seats whose lease is over go back, their holders asked to
- * leave as at a revoke; a guest that times its slice is left to yield by
- * itself until its hard deadline. */
+/* At a tick: a seat whose lease is over and whose guest has not yielded
+ * by its hard deadline goes back, its holder forced out. */
 void sc_lease_ends(struct sched_core *c, uint64_t now)
 {
 	for (int s = 0; s < c->nslots && c->lease_on; s++) {
@@ -188,11 +187,16 @@ void sc_lease_ends(struct sched_core *c, uint64_t now)
 		uint64_t cut = sc_lease_cut(c, s);
 		if (!cut || now < cut || c->slot[s].state != SCHED_SLOT_ONLINE || (v >= 0 && sc_outgoing(&c->v[v])))
 			continue;
-		if (v >= 0 && sc_gslice(c, v) && now < sc_gslice_hard(c, s))
-			continue;
-		if (v >= 0)
-			c->v[v].st.lease_ends++;
-		sc_slot_go_off(c, s, true, now);
+		if (now < sc_gslice_hard(c, s))
+			continue; /* cut > 0: its guest times its slice */
+		/* Its guest did not yield by the hard deadline: out now, as a
+		 * guest-timed slice's hard end, before the agent's slice end
+		 * (LEASE_MARGIN_NS > --defer-us), not through a second deferral. */
+		c->v[v].st.lease_ends++;
+		c->v[v].st.deferrals_hard++;
+		sc_trace(c, SCHED_TR_DEFER_HARD, v, -1, now);
+		sc_slot_go_off(c, s, false, now);
+		sc_force_out(c, v, true, now);
 	}
 }
 

@@ -522,11 +522,26 @@ static void case_lease_ends_the_seat(bool opt_in)
 	CHECK(f.contended[0]);
 	if (opt_in)
 		CHECK(f.new_slice_us[0] == (int)((cut2 - on) / US));
-	CHECK(sched_core_next_deadline(c) == (opt_in ? cut2 + DEFER : cut2));
+	CHECK(sched_core_next_deadline(c) == (opt_in ? cut2 + DEFER : UINT64_MAX));
 	sched_core_tick(c, cut2 - 1);
 	drain(c, &f);
 	CHECK(f.slot_offs == 0 && f.pending_sets == 0 && sched_core_state(c, 0) == SCHED_ST_RUNNING);
-	if (opt_in) {
+	if (!opt_in) {
+		/* a guest that does not time its slice: the lease ends nothing
+		 * (its seat goes at the domain's revoke, as before leases) */
+		sched_core_tick(c, cut2 + 2 * DEFER);
+		drain(c, &f);
+		CHECK(f.slot_offs == 0 && f.pending_sets == 0 && sched_core_state(c, 0) == SCHED_ST_RUNNING);
+		sched_core_slot_offline(c, 0, cut2 + 3 * DEFER);
+		drain(c, &f);
+		CHECK(f.pending_sets == 1);
+		sched_core_safe_point(c, 0, cut2 + 3 * DEFER + US);
+		drain(c, &f);
+		CHECK(f.slot_offs == 1 && c->v[0].st.lease_ends == 0 && c->slot[0].lease_end == 0);
+		sched_core_destroy(c);
+		return;
+	}
+	{
 		/* the core leaves the guest to it until the hard deadline */
 		sched_core_tick(c, cut2);
 		drain(c, &f);
@@ -534,13 +549,6 @@ static void case_lease_ends_the_seat(bool opt_in)
 		sched_core_safe_point(c, 0, cut2 + US);
 		drain(c, &f);
 		CHECK(c->v[0].st.guest_slice_yields == 1 && c->v[0].st.deferrals == 0);
-	} else {
-		sched_core_tick(c, cut2);
-		drain(c, &f);
-		CHECK(f.pending_sets == 1 && sched_core_state(c, 0) == SCHED_ST_RUNNING);
-		CHECK(c->slot[0].state == SCHED_SLOT_GOING_OFF);
-		sched_core_safe_point(c, 0, cut2 + US);
-		drain(c, &f);
 	}
 	/* the seat went back unasked; its holder queues for the next grant */
 	CHECK(f.slot_offs == 1 && c->v[0].st.lease_ends == 1);
@@ -548,6 +556,33 @@ static void case_lease_ends_the_seat(bool opt_in)
 	CHECK(c->slot[0].lease_end == 0); /* the next grant brings its own */
 	CHECK(f.forces == 0);
 	(void)cut;
+	sched_core_destroy(c);
+}
+
+/* A guest that times its slice but does not yield at the lease: the seat
+ * goes at its hard deadline (the lease less the margin, plus --defer-us),
+ * asked as at a revoke. */
+static void case_lease_hard_deadline(void)
+{
+	struct fake f;
+	struct sched_core *c = mk_seat(1, true, &f);
+	/* the floor keeps its own slice past the lease, as with another
+	 * member waiting (DOMAIN.md) */
+	sched_core_set_slice_floor(c, 3 * SLICE, MS);
+	sched_core_set_lease(c, true, MS);
+	drain(c, &f);
+	const uint64_t hard = LEASE - LEASE_MARGIN_NS + DEFER;
+	CHECK(sched_core_next_deadline(c) == hard);
+	sched_core_tick(c, hard - 1);
+	drain(c, &f);
+	CHECK(c->slot[0].state == SCHED_SLOT_ONLINE && f.pending_sets == 0 && f.forces == 0);
+	sched_core_tick(c, hard);
+	drain(c, &f);
+	CHECK(c->slot[0].state == SCHED_SLOT_GOING_OFF && c->v[0].st.lease_ends == 1);
+	CHECK(f.pending_sets + f.forces == 1);
+	sched_core_yield(c, 0, hard + 10 * US);
+	drain(c, &f);
+	CHECK(f.slot_offs == 1 && sched_core_state(c, 0) == SCHED_ST_RUNNABLE);
 	sched_core_destroy(c);
 }
 
@@ -618,6 +653,7 @@ int main(void)
 	CASE(case_lease_ends_the_seat(true));
 	CASE(case_lease_ends_the_seat(false));
 	CASE(case_lease_past_and_own_slice());
+	CASE(case_lease_hard_deadline());
 	CASE(case_lease_needs_a_seat());
 	printf("%ld passed, %ld failed\n", n_pass, n_fail);
 	return n_fail != 0;

@@ -192,7 +192,11 @@ static struct sched_core *mk(const char *pol, int m, int n, int nvms, bool defer
 		.nvcpus = n, .npcpus = m, .policy = pol, .defer = defer,
 		.spin_sources = SCHED_SPIN_ALL, .nvms = nvms, .vm_of = vm_of, .seed = 42,
 		.slots_offline = offline, .trace = fake_trace, .trace_ctx = f,
+		/* a domain member's guests time their slices: leases end seats */
+		.guest_slice = offline && defer,
 	};
+	for (int v = 0; v < MAXV; v++)
+		f->h[v].guest_slice = offline && defer;
 	const char *why = NULL;
 	struct sched_core *c = sched_core_create(&p, fake_hint, f, &why);
 	CHECK(c != NULL);

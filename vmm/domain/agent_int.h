@@ -39,7 +39,6 @@ struct agent_member {
 	uint32_t *cur_gen;   /* [nseats] the gen of the grant in force */
 	uint32_t next_gen;
 	bool dirty;          /* a probe, `waiting` or a live setting changed: bump a2m and wake */
-	bool waiting;        /* what it was last told: another member waits for a slot */
 	int nseats, nvcpus;
 	char policy[DOM_NAME_MAX], vm_name[DOM_NAME_MAX];
 	uint64_t bad_words;  /* req values that fit nothing (its own loss) */
@@ -63,6 +62,7 @@ struct agent {
 	bool timer_armed;
 	uint64_t sig_buf[16];
 	int *dirty, ndirty;          /* members whose grant words changed */
+	bool waiting;                /* what the members were last told: someone waits for a slot */
 	int nmembers;
 	uint64_t joins, leaves, refused;
 	bool stop;
