@@ -67,8 +67,8 @@ bool sc_gslice(const struct sched_core *c, int v);
  * holder whose guest times its slice: it yields there by itself. One that
  * does not would need the member's own timer and a deferral, which ends
  * after the agent's slice end often enough that the agent's revoke comes
- * too (measured: the shootdown 2-VM cell, 0.994 -> 0.915 of one process);
- * its seat goes at the agent's revoke, as before leases. */
+ * too (the shootdown cells, BENCHMARKS.md); its seat goes at the agent's
+ * revoke, as before leases. */
 static inline uint64_t sc_lease_cut(const struct sched_core *c, int s)
 {
 	const struct sched_slot *sl = &c->slot[s];

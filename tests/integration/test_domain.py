@@ -509,10 +509,11 @@ def test_policy_changed_live_is_applied_and_marked():
 
 @harness.nested_stage
 def test_seats_go_back_at_their_lease_end():
-    """Two members of 4 vCPUs (PV ticket locks, guest-timed slices) on 2
-    slots: each seat goes back by itself at the end of the domain's slice
-    it was granted (its lease), at its guest's lock boundary, so the
-    agent's revoke is the exception, not the way slots change hands."""
+    """Two members of 4 vCPUs (PV ticket locks, guests that time their
+    slices) on 2 slots: each seat goes back by itself at the end of the
+    domain's slice it was granted (its lease), at its guest's lock
+    boundary, so the agent's revoke is the exception, not the way slots
+    change hands."""
     need_kvm()
     args = ("-c", "4", "--lock", "pvticket", "--yield", "pv", "--duration", _dur(2))
     with Domain("lease", pcpus=2) as dom, tempfile.TemporaryDirectory() as d:
