@@ -164,6 +164,32 @@ def test_agent_serves_status_refuses_a_second_agent_and_stops_clean():
         assert not os.path.exists(dom.sock), "the socket outlived its agent"
 
 
+def _cpu_ticks(pid):
+    """utime + stime of a process, in clock ticks."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_agent_sleeps_between_beats_while_nobody_contends():
+    """One member, uncontended: no slice end is due, only the beat (every
+    100 ms). The agent sleeps in between: it used to re-arm its timer at
+    every pass, the update's own completion woke it for the next one, and
+    it spun on io_uring_enter at a whole CPU and never ticked."""
+    need_kvm()
+    with Domain("idle", pcpus=1) as dom:
+        p = dom.member("-c", "1", "--duration", _dur(3))
+        _wait_members(dom, 1, [p])
+        time.sleep(0.3)
+        hz = os.sysconf("SC_CLK_TCK")
+        t0, c0 = time.monotonic(), _cpu_ticks(dom.p.pid)
+        time.sleep(1.0)
+        used = (_cpu_ticks(dom.p.pid) - c0) / hz / (time.monotonic() - t0)
+        rc, out, err = _finish(p)
+        assert rc == 0, err[-2000:]
+        assert used < 0.2, "the agent used %.0f%% of a CPU with one member" % (100 * used)
+
+
 def _hdr(t, length):
     return struct.pack(HDR, MAGIC, VERSION, t, length, 0)
 

@@ -250,7 +250,13 @@ static void arm_timer(struct agent *a)
 	uint64_t at = dom_core_next_deadline(a->core);
 	if (a->nmembers && at > now + AGENT_BEAT_NS)
 		at = now + AGENT_BEAT_NS;
-	if (at == UINT64_MAX || (a->timer_armed && at == a->timer_at))
+	/* A timer armed no later stays: re-arming at every pass moved the beat
+	 * ahead of itself (now + beat is later at each pass) and the update's
+	 * own completion woke the loop for the next pass, so an agent whose
+	 * members did not contend spun on io_uring_enter (~29k calls a second
+	 * under strace) and never ticked. Early is harmless: a tick acts only
+	 * on what is due. */
+	if (at == UINT64_MAX || (a->timer_armed && a->timer_at <= at))
 		return;
 	a->ts.tv_sec = (long long)(at / 1000000000ull);
 	a->ts.tv_nsec = (long long)(at % 1000000000ull);
