@@ -7,8 +7,9 @@ in guest mode (from their traces, on one time axis), a SIGKILLed member's
 slots go to the others, a killed agent leaves members running, a
 SIGSTOPped member cannot keep a slot, weights 1:2 give 1:2, a live
 policy change is applied and marked, seats go back at their leases'
-ends, and two gang members have their two seats granted together
-(plain members do not)."""
+ends, two gang members have their two seats granted together
+(plain members do not), and the agent confines members in cgroups
+(cpuset and CPU weight) where the host lets it."""
 import json
 import re
 import mmap
@@ -36,14 +37,16 @@ def _env(d):
 class Domain:
     """`vmm domain start NAME --pcpus N` in the background, stopped on exit."""
 
-    def __init__(self, name="d", pcpus=2, extra=()):
+    def __init__(self, name="d", pcpus=2, extra=(), affinity=None):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
         self.name = name
         self.env = _env(self.dir)
         self.sock = os.path.join(self.dir, name, "ctl.sock")
+        pin = (lambda: os.sched_setaffinity(0, affinity)) if affinity else None
         self.p = subprocess.Popen([harness.vmm_path(), "domain", "start", name, "--pcpus", str(pcpus), *extra],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env,
+                                  preexec_fn=pin)
         line = self.p.stdout.readline()
         assert "socket" in line, (line, self.p.poll(), self.p.stderr.read() if self.p.poll() is not None else "")
         self.ready_line = line
@@ -121,6 +124,7 @@ def test_domain_command_errors_are_one_line_and_exit_2():
             (("domain", "start", "x", "--pcpus", "0"), "--pcpus"),
             (("domain", "start", "x", "--cpus", "4095"), "--cpus"),
             (("domain", "start", "x", "--cpus", "0,0"), "--cpus"),
+            (("domain", "start", "x", "--pcpus", "1", "--confine", "kernel"), "--confine"),
             (("domain", "status", "nosuch"), "no domain 'nosuch' is running"),
             (("domain", "set", "nosuch", "0"), "nothing to change"),
             (("domain", "set", "nosuch", "zero", "--weight", "2"), "neither a member id"),
@@ -789,3 +793,122 @@ def test_slice_floor_lets_the_revoke_end_a_seats_slice():
         for rep, events in _pair_with_2ms_slices(dom, d, "n", 0.5, "--slice-floor", "off"):
             assert rep["domain"]["grants"] > 0 and rep["sched"]["floor_spin_ends"] == 0, rep["domain"]
             assert not any(e.get("name", "").startswith("slice floor") for e in events), "a floor while off"
+
+
+# ---- kernel-enforced confinement (vmm/domain/confine.h) ----
+
+def _agent_confinement(extra, affinity):
+    """A domain started with --confine cgroup: (Domain, None), or (None, why)."""
+    try:
+        return Domain("cg", pcpus=1, extra=("--confine", "cgroup", *extra), affinity=affinity), None
+    except AssertionError as e:
+        return None, str(e)[-300:]
+
+
+def _cgroup_of(pid):
+    """{hierarchy (controllers, '' for v2): path} from /proc/PID/cgroup."""
+    with open("/proc/%d/cgroup" % pid) as f:
+        return {c: path for _, c, path in (line.rstrip("\n").split(":", 2) for line in f)}
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+@harness.nested_stage
+def test_members_are_confined_by_cgroups_where_the_host_lets_the_agent():
+    """`--confine cgroup`: the agent, pinned to one CPU and serving a
+    one-CPU domain there, puts each member's process into a cgroup of its
+    own under the domain's: every member thread may run on that CPU only
+    and cannot be moved off it (even by root: the cpuset bounds
+    sched_setaffinity), its CPU weight is its --weight and follows `vmm
+    domain set`, and its cgroup goes when it ends. The same members of a
+    `--confine self` domain can be moved (the cgroup is what confines).
+    Where the host has cgroup v1 or v2 with cpu and cpuset (root), else
+    skipped; where no hierarchy has them free, a cgroup2 of the test's own
+    is mounted (the nested KVM's Linux), so both versions are exercised."""
+    need_kvm()
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise harness.Skip("needs 2 CPUs: one for the domain, one to try to move a member to")
+    here, other = cpus[0], cpus[1]
+    mnt = None
+    dom, why = _agent_confinement((), {here})
+    if dom is None and os.geteuid() == 0:
+        mnt = tempfile.mkdtemp()
+        if subprocess.run(["mount", "-t", "cgroup2", "none", mnt], capture_output=True).returncode:
+            os.rmdir(mnt)
+            mnt = None
+        else:
+            dom, why = _agent_confinement((), {here})
+    try:
+        if dom is None:
+            raise harness.Skip("no cgroup the agent can confine members in: " + why)
+        with dom, tempfile.TemporaryDirectory() as d:
+            line = dom.ready_line
+            conf = line.split("confinement: ", 1)[-1].strip()
+            m = re.fullmatch(r"cgroup v([12]) (.+)", conf)
+            assert m, line
+            version, where = m.group(1), m.group(2).split(", ")
+            top = where[0]  # v1: the cpuset's, then the cpu hierarchy's
+            assert top.endswith("/vmm-domain@cg@%d" % dom.p.pid), line
+            assert dom.status()["confinement"].startswith("cgroup v" + version), dom.status()
+            args = ("-c", "2", "--lock", "tas", "--pv-spinlock", "off", "--duration", _dur(4))
+            procs = [dom.member(*args, "--name", "vm%d" % i, "--weight", str(100 * (i + 1)),
+                                json_path=os.path.join(d, "r%d.json" % i)) for i in range(2)]
+            st = _wait_members(dom, 2, procs)
+            time.sleep(0.5 * _slow())
+            pids = {mem["vm"]: mem["pid"] for mem in st["members"]}
+            dirs = {}
+            for vm, pid in pids.items():
+                groups = _cgroup_of(pid)
+                mine = "vmm-domain@cg@%d/pid-%d" % (dom.p.pid, pid)
+                if version == "2":
+                    assert groups.get("", "").endswith(mine), groups
+                    dirs[vm] = os.path.join(top, "pid-%d" % pid)
+                else:
+                    cs = [p for c, p in groups.items() if "cpuset" in c.split(",")]
+                    cu = [p for c, p in groups.items() if "cpu" in c.split(",")]
+                    assert cs and cs[0].endswith(mine) and cu and cu[0].endswith(mine), groups
+                    dirs[vm] = os.path.join(where[1], "pid-%d" % pid)
+                for name, (allowed, _) in _threads(pid).items():
+                    assert allowed == {here}, (vm, name, allowed)
+                tid = int(sorted(os.listdir("/proc/%d/task" % pid))[-1])
+                try:
+                    os.sched_setaffinity(tid, {other})
+                    moved = True
+                except OSError:
+                    moved = False
+                assert not moved, (vm, tid, "moved off the domain's cpuset")
+            weight = lambda vm: _read(os.path.join(dirs[vm], "cpu.weight" if version == "2" else "cpu.shares"))
+            assert (weight("vm0"), weight("vm1")) == (("100", "200") if version == "2" else ("1024", "2048"))
+            p = dom.vmm("domain", "set", "cg", "pid:%d" % pids["vm0"], "--weight", "300")
+            assert p.returncode == 0, p.stderr
+            assert weight("vm0") == ("300" if version == "2" else "3072")
+            for i, p in enumerate(procs):
+                rc, out, err = _finish(p)
+                assert rc == 0, err[-2000:]
+                check_mutual_exclusion(_report(os.path.join(d, "r%d.json" % i)))
+            deadline = time.time() + 5
+            while time.time() < deadline and any(os.path.exists(x) for x in dirs.values()):
+                time.sleep(0.05)
+            assert not any(os.path.exists(x) for x in dirs.values()), dirs
+            rc, err = dom.stop()
+            assert rc == 0, err
+            assert not any(os.path.exists(x) for x in where), where
+        # the control: without the cgroup a member thread can be moved
+        with Domain("self", pcpus=1, extra=("--confine", "self"), affinity={here}) as plain:
+            assert "confinement: self (not enforced: --confine self)" in plain.ready_line, plain.ready_line
+            p = plain.member("-c", "1", "--duration", _dur(3))
+            pid = _wait_members(plain, 1, [p])["members"][0]["pid"]
+            tid = int(sorted(os.listdir("/proc/%d/task" % pid))[-1])
+            os.sched_setaffinity(tid, {other})
+            assert os.sched_getaffinity(tid) == {other}
+            rc, out, err = _finish(p)
+            assert rc == 0, err[-2000:]
+    finally:
+        if mnt:
+            subprocess.run(["umount", mnt])
+            os.rmdir(mnt)
+

@@ -131,6 +131,10 @@ static int prepare_domain(struct vm_inputs *in, const struct vm_config *cfg, str
 				    rc, "%s", why);
 	in->nslots = (unsigned)in->dom.nseats;
 	in->cpus = in->dom.cpus;
+	/* an agent that confines its members put this process into the
+	 * domain's cpuset: the CPUs it may use are fewer now */
+	if (sched_getaffinity(0, sizeof(in->allowed), &in->allowed) < 0)
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -errno, "cannot read this process's CPU affinity");
 	for (unsigned s = 0; s < in->nslots; s++)
 		in->slot_cpu[s] = -1; /* each grant says where */
 	return 0;

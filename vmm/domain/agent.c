@@ -248,7 +248,7 @@ static void arm_timer(struct agent *a)
 {
 	uint64_t now = agent_now();
 	uint64_t at = dom_core_next_deadline(a->core);
-	if (a->nmembers && at > now + AGENT_BEAT_NS)
+	if ((a->nmembers || a->confine.npending) && at > now + AGENT_BEAT_NS)
 		at = now + AGENT_BEAT_NS;
 	/* A timer armed no later stays: re-arming at every pass moved the beat
 	 * ahead of itself (now + beat is later at each pass) and the update's
@@ -400,6 +400,19 @@ static int agent_init(struct agent *a, const struct dom_agent_opts *o, char *why
 	a->sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	if (a->sigfd < 0)
 		return fail(why, len, -errno, "%s", "signalfd");
+	/* after claim(): a second agent of this name never touches the first's
+	 * cgroups. Members may run on the domain's CPUs and on the agent's own
+	 * (their loops and link threads stay off the vCPUs' CPUs). */
+	cpu_set_t where;
+	if (sched_getaffinity(0, sizeof(where), &where) < 0)
+		CPU_ZERO(&where);
+	for (int s = 0; s < o->nslots; s++)
+		CPU_SET(o->slot_cpu[s], &where);
+	rc = dom_confine_init(&a->confine, (enum dom_confine_want)o->confine, o->name, &where);
+	if (rc) {
+		snprintf(why, len, "--confine cgroup: %s", a->confine.why);
+		return rc;
+	}
 	rc = io_uring_queue_init(AGENT_RING, &a->ring, 0);
 	if (rc < 0) {
 		a->ring.ring_fd = -1;
@@ -416,6 +429,7 @@ static void agent_fini(struct agent *a)
 	for (int c = 0; a->conn && c < a->max_conns; c++)
 		if (a->conn[c].fd >= 0)
 			close(a->conn[c].fd);
+	dom_confine_fini(&a->confine);
 	if (a->lsock >= 0) {
 		close(a->lsock);
 		unlink(a->sock_path);
@@ -489,7 +503,8 @@ int dom_agent_run(const struct dom_agent_opts *o, char *why, size_t len)
 	       o->nslots == 1 ? "" : "s");
 	for (int s = 0; s < o->nslots; s++)
 		printf("%s%d", s ? "," : " ", o->slot_cpu[s]);
-	printf("; socket %s; confinement: self (not enforced)\n", a.sock_path);
+	char conf[PATH_MAX + 64];
+	printf("; socket %s; confinement: %s\n", a.sock_path, dom_confine_describe(&a.confine, conf, sizeof(conf)));
 	fflush(stdout);
 	while (!a.stop) {
 		arm_timer(&a);

@@ -18,6 +18,7 @@ struct dom_agent_opts {
 	uint64_t slice_ns, grace_ns;   /* 0: the core's defaults */
 	int gid;                       /* group given access; -1: the agent's own */
 	int max_members;               /* 0: 256 */
+	int confine;                   /* enum dom_confine_want (confine.h) */
 };
 
 /*

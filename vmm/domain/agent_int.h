@@ -14,6 +14,7 @@
 #include "sched/domain_core.h"
 #include "sched/domain_proto.h"
 #include "vmm/domain/agent.h"
+#include "vmm/domain/confine.h"
 #include "vmm/domain/shm.h"
 
 /* What a completion is for: user_data = kind << 56 | gen << 24 | index. */
@@ -65,6 +66,7 @@ struct agent {
 	bool waiting;                /* what the members were last told: someone waits for a slot */
 	int nmembers;
 	uint64_t joins, leaves, refused;
+	struct dom_confine confine;  /* the members' cgroups, or why none */
 	bool stop;
 };
 

@@ -94,6 +94,13 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 		am->pidfd = peer_pidfd(k->fd, k->pid);
 		rc = am->pidfd < 0 ? am->pidfd : 0;
 	}
+	/* before JOIN_OK: every thread the member starts after it is born confined */
+	if (!rc) {
+		rc = dom_confine_member(&a->confine, k->pid, j->weight);
+		if (rc)
+			fprintf(stderr, "vmm: domain %s: cannot put pid %d into its cgroup: %s\n", a->o->name, (int)k->pid,
+				strerror(-rc));
+	}
 	struct dom_msg_join_ok ok;
 	if (!rc) {
 		int n = dom_proto_join_ok(&ok, (uint32_t)m, (uint32_t)a->o->nslots, (uint32_t)nseats, a->epoch,
@@ -110,6 +117,7 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 		agent_send_error(k->fd, rc, "the agent could not set up the membership: %s", strerror(-rc));
 		dom_core_leave(a->core, m, agent_now());
 		agent_apply(a);
+		dom_confine_release(&a->confine, k->pid);
 		member_free(a, m);
 		return rc;
 	}
@@ -134,6 +142,7 @@ void agent_leave(struct agent *a, int m, const char *why)
 	/* its slots are regranted in this same event */
 	dom_core_leave(a->core, m, now);
 	agent_apply(a);
+	dom_confine_release(&a->confine, am->pid); /* once its process has ended */
 	int c = am->conn;
 	if (c >= 0 && a->conn[c].fd >= 0 && a->conn[c].member == m)
 		agent_conn_close(a, c);
@@ -333,6 +342,8 @@ void agent_tick(struct agent *a)
 {
 	uint64_t now = agent_now();
 	read_probe_acks(a, now);
+	if (a->confine.npending)
+		dom_confine_sweep(&a->confine);
 	dom_core_tick(a->core, now);
 	for (int m = 0; m < a->max_members; m++)
 		if (a->mem[m].conn >= 0 && a->mem[m].shm.grant)

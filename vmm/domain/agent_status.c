@@ -69,7 +69,8 @@ static int write_json(struct agent *a, FILE *f, uint64_t now)
 	json_out_u64(o, top, "uptime_ns", now - a->start_ns);
 	json_out_u64(o, top, "slice_ns", a->core->slice_ns);
 	json_out_u64(o, top, "grace_ns", a->core->grace_ns);
-	json_out_str(o, top, "confinement", "self (not enforced)");
+	char conf[PATH_MAX + 64];
+	json_out_str(o, top, "confinement", dom_confine_describe(&a->confine, conf, sizeof(conf)));
 	json_out_u64(o, top, "refused", a->refused);
 	json_t *slots = json_out_arr(o, top, "slots");
 	for (int s = 0; s < a->core->nslots; s++) {
@@ -134,9 +135,10 @@ static int write_json(struct agent *a, FILE *f, uint64_t now)
 
 static void write_text(struct agent *a, FILE *f, uint64_t now)
 {
-	fprintf(f, "domain %s: %d slots, slice %.1f ms, grace %.1f ms; agent pid %d, up %.1f s; confinement: self (not enforced)\n",
+	char conf[PATH_MAX + 64];
+	fprintf(f, "domain %s: %d slots, slice %.1f ms, grace %.1f ms; agent pid %d, up %.1f s; confinement: %s\n",
 		a->o->name, a->core->nslots, (double)a->core->slice_ns / 1e6, (double)a->core->grace_ns / 1e6,
-		(int)getpid(), (double)(now - a->start_ns) / 1e9);
+		(int)getpid(), (double)(now - a->start_ns) / 1e9, dom_confine_describe(&a->confine, conf, sizeof(conf)));
 	fprintf(f, "slots:\n");
 	for (int s = 0; s < a->core->nslots; s++) {
 		const struct dom_slot *sl = &a->core->slot[s];
@@ -235,6 +237,10 @@ void agent_set(struct agent *a, int c, const struct dom_msg_set *s)
 			return;
 		}
 		__atomic_store_n(&dom_shm_live(&am->shm)->weight, s->weight, __ATOMIC_RELEASE);
+		rc = dom_confine_weight(&a->confine, am->pid, s->weight);
+		if (rc) /* the books changed; the kernel's share did not */
+			fprintf(stderr, "vmm: domain %s: member %d: cgroup weight not changed: %s\n", a->o->name, m,
+				strerror(-rc));
 		agent_mark_dirty(a, m); /* the member marks it in its report */
 		agent_apply(a);
 		am->weight_set_ns = now;

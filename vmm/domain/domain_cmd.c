@@ -19,6 +19,7 @@
 #include "sched/policy.h"
 #include "vmm/domain/agent.h"
 #include "vmm/domain/client.h"
+#include "vmm/domain/confine.h"
 #include "vmm/domain/paths.h"
 #include "vmm/errors.h"
 
@@ -26,7 +27,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: vmm domain start NAME (--pcpus N | --cpus LIST) [--slice-us N] [--grace-us N]\n"
-		"                        [--group GROUP] [--max-members N]\n"
+		"                        [--group GROUP] [--max-members N] [--confine auto|cgroup|self]\n"
 		"       vmm domain status NAME [--json]\n"
 		"       vmm domain set NAME VM [--weight N] [--yield POLICY]   (VM: member id, or pid:PID)\n"
 		"       vmm domain stop NAME\n"
@@ -94,6 +95,7 @@ static int cmd_start(int argc, char **argv)
 		{ "pcpus", required_argument, NULL, 'p' }, { "cpus", required_argument, NULL, 'c' },
 		{ "slice-us", required_argument, NULL, 's' }, { "grace-us", required_argument, NULL, 'g' },
 		{ "group", required_argument, NULL, 'G' }, { "max-members", required_argument, NULL, 'm' },
+		{ "confine", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	static struct dom_agent_opts o;
@@ -133,6 +135,16 @@ static int cmd_start(int argc, char **argv)
 			if (number(optarg, 1, 4096, &v))
 				return user_error("--max-members: '%s' is not a number 1..4096%s", optarg, "");
 			o.max_members = (int)v;
+			break;
+		case 'C':
+			if (!strcmp(optarg, "auto"))
+				o.confine = DOM_CONFINE_AUTO;
+			else if (!strcmp(optarg, "cgroup"))
+				o.confine = DOM_CONFINE_CGROUP;
+			else if (!strcmp(optarg, "self"))
+				o.confine = DOM_CONFINE_SELF;
+			else
+				return user_error("--confine: '%s' is not auto, cgroup or self%s", optarg, "");
 			break;
 		case 'h':
 			usage(stdout);
