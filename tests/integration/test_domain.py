@@ -215,7 +215,9 @@ def _ask(path, msg):
 
 
 def test_rogue_client_is_refused_and_nothing_else_changes():
-    with Domain("rogue", pcpus=2) as dom:
+    # --confine self: the member that joins for real below is this test
+    # process, which a confining agent would move into a cgroup of its own
+    with Domain("rogue", pcpus=2, extra=("--confine", "self")) as dom:
         before = dom.status()
         hostile = [
             b"",                                        # an empty packet
