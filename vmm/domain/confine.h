@@ -27,7 +27,7 @@
 enum dom_confine_want {
 	DOM_CONFINE_AUTO,   /* cgroups where they can be set up, else self (and why) */
 	DOM_CONFINE_CGROUP, /* cgroups, or the agent does not start */
-	DOM_CONFINE_SELF,   /* no cgroups: members pin themselves */
+	DOM_CONFINE_SELF,   /* no cgroups: members pin themselves (`vmm domain start`'s default) */
 };
 
 #define DOM_CONFINE_DIRS 2 /* v1: the cpuset and the cpu hierarchy; v2: one */
