@@ -310,6 +310,22 @@ def _max_overlap(spans):
     return best
 
 
+def _overlapping(tagged, n):
+    """The first instant n (member, start, end) spans overlap, for the failure
+    message: which members, and by how many ns."""
+    ev = sorted([(a, 1, (i, a, b)) for a, b, i in tagged] + [(b, -1, (i, a, b)) for a, b, i in tagged],
+                key=lambda x: (x[0], x[1]))
+    open_ = set()
+    for t, d, span in ev:
+        if d > 0:
+            open_.add(span)
+            if len(open_) >= n:
+                return [(m, a - t, b - t) for m, a, b in sorted(open_)]
+        else:
+            open_.discard(span)
+    return []
+
+
 def _members_share_two_slots(k):
     # An honest member gives a revoked slot back within the grace; only one
     # that overruns it (stopped, or slower than the grace) is reclaimed while
@@ -325,8 +341,8 @@ def _members_share_two_slots(k):
                                      json_path=j, trace=t), j, t))
         time.sleep(0.3)
         st = dom.status()
-        spans, doms = [], []
-        for p, j, t in procs:
+        spans, doms, tagged = [], [], []
+        for i, (p, j, t) in enumerate(procs):
             rc, out, err = _finish(p)
             assert rc == 0, (rc, err[-2000:])
             rep = _report(j)
@@ -335,12 +351,14 @@ def _members_share_two_slots(k):
             assert rep["domain"]["reclaims"] == 0, rep["domain"]
             doms.append(rep["domain"])
             spans += _running_spans(t)
+            tagged += [(a, b, i) for a, b in _running_spans(t)]
         assert len(st["members"]) == k or any(p.poll() is not None for p, _, _ in procs), st
         assert len(spans) > k * 4, len(spans)
         rc, agent_err = dom.stop()
         reclaims = [int(x) for x in re.findall(r"(\d+) reclaims", agent_err)]
         assert len(reclaims) == k and sum(reclaims) == 0, agent_err
-        assert _max_overlap(spans) <= 2, ("more than 2 vCPUs of the domain held a slot at once", _max_overlap(spans), doms)
+        assert _max_overlap(spans) <= 2, ("more than 2 vCPUs of the domain held a slot at once", _max_overlap(spans),
+                                          _overlapping(tagged, 3), doms)
         return spans
 
 
