@@ -218,12 +218,10 @@ static int setup_v2(struct dom_confine *c, const char *base, const char *leaf, c
 		snprintf(agent_leaf, sizeof(agent_leaf), "vmm-agent@%s@%d", name, (int)getpid());
 		if (join_path(me, sizeof(me), base, agent_leaf) || make_dir(me) || move_pid(me, getpid()))
 			return fail(c, rc, "cannot enable cpu and cpuset in", base);
-		snprintf(c->moved_from, sizeof(c->moved_from), "%s", base);
 		rc = enable_controllers(base);
 		if (rc) { /* others live there too: back where it was */
 			move_pid(base, getpid());
 			rmdir(me);
-			c->moved_from[0] = '\0';
 		}
 	}
 	if (rc)

@@ -37,7 +37,6 @@ struct dom_confine {
 	int version;                            /* 0: self; 1 or 2: cgroup v1 / v2 */
 	int ndirs;
 	char dir[DOM_CONFINE_DIRS][PATH_MAX];   /* the domain's cgroup in each hierarchy */
-	char moved_from[PATH_MAX];              /* v2: where the agent itself was, if it moved */
 	char name[32];                          /* the domain's */
 	char cpus[512];                         /* where members may run, as cpuset.cpus lists them */
 	char why[256];                          /* self: why not cgroups */
