@@ -231,10 +231,11 @@ void sched_core_stop(struct sched_core *c, uint64_t now);
 void sched_core_resumed(struct sched_core *c, int v, uint64_t now);
 /* Slots coming and going (see above). A slot out of range is ignored.
  * Online cancels a GOING_OFF (its holder still leaves as asked; the slot
- * is then refilled as any freed slot). Offline of an OFFLINE slot emits
- * SLOT_OFF again, so every offline request gets its answer. */
+ * is then refilled as any freed slot). Offline answers whether a SLOT_OFF
+ * is to come (now, or when the holder leaves): false for an OFFLINE slot,
+ * whose SLOT_OFF was said once, when it went off, and is never said again. */
 void sched_core_slot_online(struct sched_core *c, int slot, uint64_t now);
-void sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now);
+bool sched_core_slot_offline(struct sched_core *c, int slot, uint64_t now);
 /* A domain member's slices last at least ns while another member waits for
  * a slot (0: as params.slice_ns again). The domain's revoke then ends a
  * seat's slice, one switch, instead of a rotation of the member's own just

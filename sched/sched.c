@@ -577,11 +577,12 @@ void sched_slot_online(struct sched *s, int slot, int host_cpu)
 	unlock_sched(s);
 }
 
-void sched_slot_offline(struct sched *s, int slot)
+bool sched_slot_offline(struct sched *s, int slot)
 {
-	sched_core_slot_offline(s->c, slot, lock(s));
+	bool comes = sched_core_slot_offline(s->c, slot, lock(s));
 	run_actions(s);
 	unlock_sched(s);
+	return comes;
 }
 
 int sched_set_policy(struct sched *s, const char *name)

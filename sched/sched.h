@@ -141,7 +141,9 @@ const char *sched_policy_name(const struct sched *s);
  * Slots as seats (params.slots_offline; see core.h). online: the slot may
  * be used, its threads pinned to host_cpu (-1: don't pin; it may differ at
  * each grant of the seat). offline: free slots go at once, a held one when
- * its vCPU leaves (forced out as at a slice end). The callback gets every
+ * its vCPU leaves (forced out as at a slice end); false: the slot was
+ * offline already, and no SLOT_OFF comes for it (the one said when it went
+ * off was the only one). The callback gets every
  * SLOT_OFF (val = slot) and SLOT_DEMAND (val = slots wanted) in order,
  * with the scheduler's mutex held: it must not call into the scheduler
  * (queue the news and act on it elsewhere). A vCPU waiting for a seat
@@ -150,7 +152,7 @@ const char *sched_policy_name(const struct sched *s);
 void sched_set_slot_cb(struct sched *s, void (*cb)(void *ctx, enum sched_action_kind kind, int val),
 		       void *ctx);
 void sched_slot_online(struct sched *s, int slot, int host_cpu);
-void sched_slot_offline(struct sched *s, int slot);
+bool sched_slot_offline(struct sched *s, int slot);
 /* -EINVAL (unknown name, nothing changed), the policy's init error, or 0. */
 int sched_set_policy(struct sched *s, const char *name);
 /* Slots online or going off, for reports. */

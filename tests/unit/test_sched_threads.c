@@ -860,7 +860,9 @@ static void seat_offline(struct sched *s, int slot)
 	pthread_mutex_lock(&seat_mu);
 	off_pending[slot] = true;
 	pthread_mutex_unlock(&seat_mu);
-	sched_slot_offline(s, slot);
+	/* on since its last offline (seat_cb checks nothing else took it off):
+	 * its SLOT_OFF is to come */
+	CHECK(sched_slot_offline(s, slot));
 }
 
 static int seats_now(void)

@@ -140,6 +140,19 @@ static bool ask_more(struct dlink *l)
 	return changed;
 }
 
+/* Seat j's grant is off the co-scheduler: given back, and asked for again
+ * if the demand wants it; l->mu held. true: its req word changed. */
+static bool seat_off(struct dlink *l, int j)
+{
+	struct seat *st = &l->seat[j];
+	if (st->st != SEAT_HELD && st->st != SEAT_GIVING)
+		return false;
+	bool again = !atomic_load(&l->stopping) && seats_in_use(l, j) < l->want;
+	st->st = again ? SEAT_ASKED : SEAT_FREE;
+	set_req(l, j, st->gen, again ? DOM_WANT_SLOT : DOM_WANT_NONE);
+	return true;
+}
+
 /* The co-scheduler's slot callback: its mutex is held; no calls back into it. */
 static void on_slot(void *ctx, enum sched_action_kind kind, int val)
 {
@@ -153,13 +166,7 @@ static void on_slot(void *ctx, enum sched_action_kind kind, int val)
 	} else if (kind == SCHED_ACT_SLOT_OFF && val >= l->nlive && val < l->nlocal && !l->lost) {
 		l->seat[val].st = SEAT_FREE; /* a seat the agent does not know: stays off */
 	} else if (kind == SCHED_ACT_SLOT_OFF && val >= 0 && val < l->nlive && !l->lost) {
-		struct seat *st = &l->seat[val];
-		if (st->st == SEAT_HELD || st->st == SEAT_GIVING) {
-			bool again = !atomic_load(&l->stopping) && seats_in_use(l, val) < l->want;
-			st->st = again ? SEAT_ASKED : SEAT_FREE;
-			set_req(l, val, st->gen, again ? DOM_WANT_SLOT : DOM_WANT_NONE);
-			changed = true;
-		}
+		changed = seat_off(l, val);
 	}
 	pthread_mutex_unlock(&l->mu);
 	if (changed)
@@ -183,7 +190,7 @@ struct todo {
 	int offline[DOM_SLOTS_MAX], noff;
 	char policy[DOM_NAME_MAX];
 	uint32_t policy_gen;
-	bool give_back; /* an unasked grant was given back: ring */
+	bool give_back; /* a grant was given back here, not by SLOT_OFF: ring */
 };
 
 /*
@@ -212,9 +219,9 @@ static void read_grants(struct dlink *l, struct todo *t, int only)
 			st->slot = slot;
 			st->reclaimed = false;
 			l->rep.grants++;
-			if (gone) { /* granted and revoked before we looked */
+			if (gone) { /* granted and revoked before we looked: never online */
 				st->st = SEAT_GIVING;
-				t->offline[t->noff++] = j;
+				t->give_back |= seat_off(l, j);
 			} else {
 				st->st = SEAT_HELD;
 				st->lease = __atomic_load_n(dom_shm_grant_until(&l->shm, j), __ATOMIC_RELAXED);
@@ -322,6 +329,7 @@ static void apply_todo(struct dlink *l, const struct todo *t)
 		sched_slot_lease(l->s, t->online[i], t->until[i]);
 		sched_slot_online(l->s, t->online[i], t->ncpu[i]);
 	}
+	/* false: off already, by its own yield; that SLOT_OFF gave it back */
 	for (int i = 0; i < t->noff; i++)
 		sched_slot_offline(l->s, t->offline[i]);
 }
@@ -740,9 +748,21 @@ static bool try_rejoin(struct dlink *l)
 	pthread_mutex_unlock(&l->mu);
 	dom_shm_destroy(&old);
 	sched_slots_keep(l->s, false);
-	/* each SLOT_OFF asks for that seat again, if the demand wants it */
-	for (int j = 0; j < l->nlocal; j++)
-		sched_slot_offline(l->s, j);
+	/* each SLOT_OFF asks for that seat again, if the demand wants it; a
+	 * seat already off gets none, and is asked for here */
+	bool changed = false;
+	for (int j = 0; j < l->nlocal; j++) {
+		if (sched_slot_offline(l->s, j))
+			continue;
+		pthread_mutex_lock(&l->mu);
+		if (j >= l->nlive)
+			l->seat[j].st = SEAT_FREE;
+		else
+			changed |= seat_off(l, j);
+		pthread_mutex_unlock(&l->mu);
+	}
+	if (changed)
+		ring(l);
 	pthread_rwlock_unlock(&l->apply);
 	wake_all(l); /* the slot threads: the new segments' bells */
 	fprintf(stderr, "vmm: domain %s: taken back by a new agent, as member %d (%d seats)\n", l->domain, in.member,
