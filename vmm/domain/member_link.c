@@ -93,6 +93,10 @@ struct dlink {
 	atomic_bool stopping;
 };
 
+#ifdef VMM_TEST_HOOKS
+void (*dlink_test_gap)(int slot);
+#endif
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -382,6 +386,10 @@ static void serve_slot(struct dlink *l, int slot, struct waitset *ws)
 	if (!l->lost)
 		read_grants(l, &t, slot);
 	pthread_mutex_unlock(&l->mu);
+#ifdef VMM_TEST_HOOKS
+	if (dlink_test_gap && (t.non || t.noff))
+		dlink_test_gap(slot);
+#endif
 	apply_todo(l, &t);
 	pthread_rwlock_unlock(&l->apply);
 }

@@ -86,6 +86,14 @@ void dlink_stop(struct dlink *l);
 void dlink_destroy(struct dlink *l);
 void dlink_get_report(struct dlink *l, struct dlink_report *r);
 
+#ifdef VMM_TEST_HOOKS
+/* Test builds only: called by a slot thread between its look at the grant
+ * words and the online and offline calls it led to (the window a
+ * preempted slot thread opens), so tests/unit/test_domain_link.c can hold
+ * it open. */
+extern void (*dlink_test_gap)(int slot);
+#endif
+
 
 
 #endif
