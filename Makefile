@@ -142,7 +142,7 @@ SAN_BUILD  := build-san
 TSAN_BUILD := build-tsan
 FUZZ_BUILD := build-fuzz
 TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan
-TSAN_UNITS := test_sched_core test_sched_slots test_sched_threads test_vcpu_kick
+TSAN_UNITS := test_sched_core test_sched_slots test_sched_threads test_vcpu_kick test_domain_link
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -193,9 +193,10 @@ test-nested: build-tests
 sanitize: sanitize-build
 	@python3 tests/run_all.py --build $(SAN_BUILD)
 
-# The scheduler's unit tests and vcpu_kick against vCPU start under ThreadSanitizer.
+# The scheduler's unit tests, vcpu_kick against vCPU start and the domain
+# members' links under ThreadSanitizer.
 tsan: tsan-build
-	@python3 tests/run_all.py --build $(TSAN_BUILD) --unit-only --only "^(test_sched_|test_vcpu_kick)"
+	@python3 tests/run_all.py --build $(TSAN_BUILD) --unit-only --only "^(test_sched_|test_vcpu_kick|test_domain_link)"
 
 # Every fuzzer for FUZZ_SECONDS (corpora: tests/fuzz/corpus/<target>/).
 fuzz: fuzz-build
