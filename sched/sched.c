@@ -579,7 +579,13 @@ void sched_slot_online(struct sched *s, int slot, int host_cpu)
 
 bool sched_slot_offline(struct sched *s, int slot)
 {
-	bool comes = sched_core_slot_offline(s->c, slot, lock(s));
+	return sched_slot_offline_if(s, slot, NULL, NULL);
+}
+
+bool sched_slot_offline_if(struct sched *s, int slot, bool (*still)(void *ctx, int slot), void *ctx)
+{
+	uint64_t now = lock(s);
+	bool comes = (!still || still(ctx, slot)) && sched_core_slot_offline(s->c, slot, now);
 	run_actions(s);
 	unlock_sched(s);
 	return comes;

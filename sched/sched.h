@@ -153,6 +153,11 @@ void sched_set_slot_cb(struct sched *s, void (*cb)(void *ctx, enum sched_action_
 		       void *ctx);
 void sched_slot_online(struct sched *s, int slot, int host_cpu);
 bool sched_slot_offline(struct sched *s, int slot);
+/* sched_slot_offline only if still(ctx, slot) says so, asked with the mutex
+ * held, so that no SLOT_OFF can come between the question and the offline
+ * (a domain member's stale revoke must not reach the seat's next grant);
+ * false, nothing done, when it says no. still must not call the scheduler. */
+bool sched_slot_offline_if(struct sched *s, int slot, bool (*still)(void *ctx, int slot), void *ctx);
 /* -EINVAL (unknown name, nothing changed), the policy's init error, or 0. */
 int sched_set_policy(struct sched *s, const char *name);
 /* Slots online or going off, for reports. */

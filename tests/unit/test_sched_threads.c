@@ -971,8 +971,56 @@ static void test_seats(const char *pol, int m, int n)
 	cur_case[0] = 0;
 }
 
+static int offs_seen;
+static void count_offs(void *ctx, enum sched_action_kind kind, int val)
+{
+	(void)ctx;
+	(void)val;
+	if (kind == SCHED_ACT_SLOT_OFF)
+		offs_seen++;
+}
+
+static bool answer(void *ctx, int slot)
+{
+	int *a = ctx; /* a[0]: the answer, a[1]: times asked */
+	CHECK(slot == 0);
+	a[1]++;
+	return a[0];
+}
+
+/* sched_slot_offline_if asks first, under the mutex: no means nothing done
+ * (a domain member's stale revoke); yes is sched_slot_offline. This thread
+ * is vCPU 0's. */
+static void test_offline_if(void)
+{
+	snprintf(cur_case, sizeof(cur_case), " in offline_if");
+	struct sched_params p = { .nvcpus = 1, .npcpus = 1, .policy = "none", .slice_ns = 1000000,
+				  .slots_offline = true };
+	struct sched *s = mk_params(&p);
+	offs_seen = 0;
+	sched_set_slot_cb(s, count_offs, NULL);
+	sched_start(s);
+	sched_slot_online(s, 0, -1);
+	CHECK(sched_vcpu_enter(s, 0) == 0);
+	int a[2] = { 0, 0 };
+	CHECK(!sched_slot_offline_if(s, 0, answer, a));
+	CHECK(a[1] == 1 && sched_slots_online(s) == 1 && !sched_vcpu_after_exit(s, 0) && offs_seen == 0);
+	a[0] = 1;
+	CHECK(sched_slot_offline_if(s, 0, answer, a)); /* held: SLOT_OFF when it leaves */
+	CHECK(a[1] == 2 && sched_vcpu_after_exit(s, 0) && offs_seen == 0);
+	sched_vcpu_done(s, 0);
+	CHECK(offs_seen == 1 && sched_slots_online(s) == 0);
+	/* off already: nothing more comes, whatever the answer */
+	CHECK(!sched_slot_offline_if(s, 0, answer, a));
+	CHECK(!sched_slot_offline(s, 0));
+	CHECK(offs_seen == 1);
+	sched_destroy(s);
+	cur_case[0] = 0;
+}
+
 int main(void)
 {
+	test_offline_if();
 	test_single_thread();
 	test_tick();
 	test_pinning();

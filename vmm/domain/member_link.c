@@ -192,6 +192,7 @@ struct todo {
 	int online[DOM_SLOTS_MAX], ncpu[DOM_SLOTS_MAX], non;
 	uint64_t until[DOM_SLOTS_MAX];
 	int offline[DOM_SLOTS_MAX], noff;
+	uint32_t offgen[DOM_SLOTS_MAX]; /* the grant each offline is for */
 	char policy[DOM_NAME_MAX];
 	uint32_t policy_gen;
 	bool give_back; /* a grant was given back here, not by SLOT_OFF: ring */
@@ -225,6 +226,10 @@ static void read_grants(struct dlink *l, struct todo *t, int only)
 			l->rep.grants++;
 			if (gone) { /* granted and revoked before we looked: never online */
 				st->st = SEAT_GIVING;
+				if (fl & DOM_GRANT_RECLAIMED) { /* so late the agent took it back */
+					st->reclaimed = true;
+					l->rep.reclaims++;
+				}
 				t->give_back |= seat_off(l, j);
 			} else {
 				st->st = SEAT_HELD;
@@ -237,6 +242,7 @@ static void read_grants(struct dlink *l, struct todo *t, int only)
 		case SEAT_HELD:
 			if (gen == st->gen && gone) {
 				st->st = SEAT_GIVING;
+				t->offgen[t->noff] = gen;
 				t->offline[t->noff++] = j;
 				l->rep.revokes++;
 			}
@@ -324,6 +330,24 @@ static void publish_states(struct dlink *l)
 	}
 }
 
+struct off_check {
+	struct dlink *l;
+	uint32_t gen;
+};
+
+/* With the scheduler's mutex held: is the seat still going off for the
+ * grant its revoke named? Once its own yield gave that grant back (SLOT_OFF,
+ * under the same mutex) the revoke is stale: another slot thread may have
+ * brought the seat's next grant online already, and must keep it. */
+static bool still_giving(void *ctx, int j)
+{
+	struct off_check *k = ctx;
+	pthread_mutex_lock(&k->l->mu);
+	bool yes = k->l->seat[j].st == SEAT_GIVING && k->l->seat[j].gen == k->gen;
+	pthread_mutex_unlock(&k->l->mu);
+	return yes;
+}
+
 /* What one look found; l->apply held. */
 static void apply_todo(struct dlink *l, const struct todo *t)
 {
@@ -333,9 +357,10 @@ static void apply_todo(struct dlink *l, const struct todo *t)
 		sched_slot_lease(l->s, t->online[i], t->until[i]);
 		sched_slot_online(l->s, t->online[i], t->ncpu[i]);
 	}
-	/* false: off already, by its own yield; that SLOT_OFF gave it back */
-	for (int i = 0; i < t->noff; i++)
-		sched_slot_offline(l->s, t->offline[i]);
+	for (int i = 0; i < t->noff; i++) {
+		struct off_check k = { l, t->offgen[i] };
+		sched_slot_offline_if(l->s, t->offline[i], still_giving, &k);
+	}
 }
 
 /* Shared words (the agent's) to wait on beside the link's own. */
