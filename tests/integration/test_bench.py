@@ -297,6 +297,8 @@ def test_bench_multi_vm_cells_are_k_processes_with_one_window():
                 assert run["vms"][k]["start_ns"] == rep["start_ns"], (run, rep)
                 if c is dom:
                     assert rep["domain"]["grants"] > 0, rep["domain"]
+                    # the members' lock drains are kept with the run, summed
+                    assert "lock_drains" in rep["sched"], rep["sched"]
                     assert rep["config"]["sched"]["mode"] != "host", rep["config"]["sched"]
                 else:
                     assert "domain" not in rep and rep["config"]["sched"]["mode"] == "host", rep["config"]
@@ -305,6 +307,8 @@ def test_bench_multi_vm_cells_are_k_processes_with_one_window():
             starts = [r["start_ns"] for r in reports]
             assert max(starts) - min(starts) < 20e6, starts
             assert abs(run["start_spread_ms"] - (max(starts) - min(starts)) / 1e6) < 1e-3, run
+            drains = sum(r["sched"]["lock_drains"] for r in reports)
+            assert run["sched"]["lock_drains"] == drains, (run["sched"], drains)
             total = sum(r["ops_per_s"] for r in reports)
             assert abs(c["median_ops_per_s"] - total) <= 1e-6 * total, (c, total)
             per = c["per_vm_ops_per_s"]

@@ -142,6 +142,10 @@ enum bench_sched_stat {
 	/* Slices cut short for a woken vCPU (--wake-slice-us); files written
 	 * before it lack it. */
 	BENCH_SCHED_WAKE_CUT_SLICES,
+	/* Seat holders asked to leave at their next lock boundary for a
+	 * sibling forced out inside a lock region (domain members, lock
+	 * drains); files written before it lack it. */
+	BENCH_SCHED_LOCK_DRAINS,
 	BENCH_SCHED_STATS
 };
 /* results.json keys, in this order */
