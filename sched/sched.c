@@ -414,6 +414,11 @@ uint64_t sched_vcpu_granted_ns(const struct sched *s, int v)
 	return s->vc[v].granted_ns;
 }
 
+int sched_vcpu_host_cpu(const struct sched *s, int v)
+{
+	return atomic_load(&s->vc[v].pin_want);
+}
+
 bool sched_vcpu_after_exit(struct sched *s, int v)
 {
 	return atomic_load_explicit(&s->vc[v].yield_req, memory_order_acquire);

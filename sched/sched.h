@@ -114,6 +114,10 @@ void sched_vcpu_done(struct sched *s, int v);
  * the scheduler held it out. Only v's own thread, after a call that returned
  * 0; the time from the grant until the thread runs is the host's run delay. */
 uint64_t sched_vcpu_granted_ns(const struct sched *s, int v);
+/* The host CPU of the slot v holds: the one its granter moved it to, -1
+ * where its slots have no CPU. Only v's own thread, after a call that
+ * returned 0 (while it holds that slot). */
+int sched_vcpu_host_cpu(const struct sched *s, int v);
 
 uint64_t sched_now_ns(void);
 /* The event loop's side (see the top of this file): the core's next

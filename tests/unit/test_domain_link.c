@@ -9,6 +9,9 @@
  * mode, so the domain's bound (at most P vCPUs of all members in guest mode
  * at any instant) is checked exactly, at every entry, on every machine: the
  * integration tests (test_domain.py) check it from traces, with KVM only.
+ * Each also counts itself on its slot's host CPU, as its scheduler moved it
+ * (sched_vcpu_host_cpu): one slot held by two members at once shows there
+ * even while the other slot is idle and the total is within the bound.
  *
  * They also sleep in PV waits and kick siblings, so the members' demand
  * for seats rises and falls as a lock workload's does.
@@ -19,7 +22,9 @@
  * their look at the grants and the calls it led to, as a preempted thread
  * would be: that is where a stale revoke gave a seat's next grant back
  * under a running vCPU (sched/DOMAIN.md, "The hot paths"). With that bug
- * back in, 2 of 22 runs of this binary saw 3 vCPUs in guest mode.
+ * back in, 2 of 22 runs of this binary saw 3 vCPUs in guest mode; with the
+ * per-slot count too, 5 of 12 runs failed, one of them with only 2 in guest
+ * mode, both on one slot.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -50,6 +55,12 @@
 
 static atomic_int in_guest, max_in_guest, over_bound;
 static int bound; /* the domain's slots */
+/* The same per slot: its host CPU (each slot has its own), as the vCPU's
+ * scheduler moved it there. Two members holding one slot at once (the
+ * agent's books and a member's online seats apart) show here even while
+ * the other slot sits idle and the total stays within the bound. */
+#define MAXCPU 1024
+static atomic_int on_cpu[MAXCPU], cpu_over, cpu_unknown;
 
 struct fvcpu {
 	struct sched *s;
@@ -61,6 +72,7 @@ struct fvcpu {
 	atomic_bool critical;
 	atomic_bool *stop;
 	int nv;                       /* its VM's vCPUs */
+	int cpu;                      /* its slot's host CPU while in guest mode */
 	long entries, claims, safe_points, forced, waits, kicks;
 	pthread_t th;
 };
@@ -77,8 +89,13 @@ struct member {
 
 static uint64_t now_ns(void) { return sched_now_ns(); }
 
-static void enter_guest(void)
+static void enter_guest(struct fvcpu *f)
 {
+	f->cpu = sched_vcpu_host_cpu(f->s, f->id);
+	if (f->cpu < 0 || f->cpu >= MAXCPU)
+		atomic_fetch_add(&cpu_unknown, 1);
+	else if (atomic_fetch_add(&on_cpu[f->cpu], 1) + 1 > 1)
+		atomic_fetch_add(&cpu_over, 1);
 	int n = atomic_fetch_add(&in_guest, 1) + 1;
 	if (n > bound)
 		atomic_fetch_add(&over_bound, 1);
@@ -87,7 +104,12 @@ static void enter_guest(void)
 	}
 }
 
-static void leave_guest(void) { atomic_fetch_sub(&in_guest, 1); }
+static void leave_guest(struct fvcpu *f)
+{
+	atomic_fetch_sub(&in_guest, 1);
+	if (f->cpu >= 0 && f->cpu < MAXCPU)
+		atomic_fetch_sub(&on_cpu[f->cpu], 1);
+}
 
 /* ---- the guest's side of the ops (plain loads and stores, as on its page) ---- */
 
@@ -172,9 +194,9 @@ static void *vcpu_main(void *arg)
 	int r = sched_vcpu_enter(f->s, f->id);
 	while (r == 0) {
 		f->entries++;
-		enter_guest();
+		enter_guest(f);
 		enum why_out why = run_guest(f, &seed);
-		leave_guest();
+		leave_guest(f);
 		if (why == OUT_STOP)
 			break;
 		if (why == OUT_FORCED) {
@@ -357,6 +379,8 @@ static void run_round(const char *policy, int nm, int nv, int ms)
 	atomic_store(&in_guest, 0);
 	atomic_store(&max_in_guest, 0);
 	atomic_store(&over_bound, 0);
+	atomic_store(&cpu_over, 0);
+	atomic_store(&cpu_unknown, 0);
 	char name[32];
 	snprintf(name, sizeof(name), "link%d-%d", (int)getpid(), round++);
 	pid_t agent = agent_start(name, 2, cpus);
@@ -396,11 +420,14 @@ static void run_round(const char *policy, int nm, int nv, int ms)
 	}
 	agent_stop(agent);
 	printf("  %s, %d members x %d vCPUs on 2 slots, %d ms: %ld entries (%ld slices over, %ld safe points, "
-	       "%ld forced, %ld waits), %llu grants, %llu revokes (%ld slot threads held), %llu reclaims; most in guest mode at once %d\n",
+	       "%ld forced, %ld waits), %llu grants, %llu revokes (%ld slot threads held), %llu reclaims; most in guest mode at once %d, "
+	       "on one slot's CPU at once over 1: %d times\n",
 	       policy, nm, nv, ms, entries, claims, safe, forced, waits, (unsigned long long)grants,
 	       (unsigned long long)revokes, atomic_load(&gaps), (unsigned long long)reclaims,
-	       atomic_load(&max_in_guest));
+	       atomic_load(&max_in_guest), atomic_load(&cpu_over));
 	CHECK_EQ(reclaims, 0);
+	CHECK_EQ(atomic_load(&cpu_unknown), 0); /* every grant moved its vCPU to a slot's CPU */
+	CHECK_EQ(atomic_load(&cpu_over), 0);
 	CHECK(grants > (uint64_t)nm); /* the seats changed hands */
 	CHECK_EQ(atomic_load(&over_bound), 0);
 	CHECK(atomic_load(&max_in_guest) <= bound);
