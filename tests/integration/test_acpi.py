@@ -3,9 +3,11 @@ uses (Debian's acpica-tools: iasl disassembles, acpiexec loads the table and
 runs its AML). Proves the PCI root bridge \\_SB.PCI0 is well-formed AML that
 an OS can evaluate: its _CRS decodes to bus 0, the config ports, the I/O
 windows and the MMIO window, and its _PRT routes every slot's INTA#-INTD#
-to the IOAPIC inputs the VMM raises (devices/pci_bus.h pci_intx_gsi). That a
-booted kernel then binds virtio-blk cannot be seen on this host (the kernel
-stops before PCI probing, see test_linux.py)."""
+to the IOAPIC inputs the VMM raises (devices/pci_bus.h pci_intx_gsi); and
+COM1 (\\_SB.COM1, PNP0501) with its 8 ports at 0x3F8 and ISA IRQ 4, which a
+hardware-reduced Linux needs to map the UART's interrupt (without it
+/dev/console cannot be opened and user space prints nothing). That a booted
+kernel binds both is test_linux.py's, where a KVM boots Linux that far."""
 import os
 import re
 import shutil
@@ -55,6 +57,8 @@ def test_acpi_dsdt_disassembles_cleanly():
         assert re.search(r"Scope \(\\_SB\)\s*\{\s*Device \(PCI0\)", asl), asl[:2000]
         assert 'Name (_HID, EisaId ("PNP0A03")' in asl, asl[:2000]
         assert "Name (_PRT, Package (0x7C)" in asl  # 31 slots x 4 pins
+        assert re.search(r'Device \(COM1\)\s*\{\s*Name \(_HID, EisaId \("PNP0501"\)', asl), asl
+        assert re.search(r"IRQNoFlags \(\)\s*\{4\}", asl), asl
         # recompiling the disassembly gives the same bytes: nothing was lost
         # (-on: iasl would otherwise shorten our \_SB_ to _SB_, the same name at the root)
         p = subprocess.run(["iasl", "-on", "-p", os.path.join(d, "again"), os.path.join(d, "dsdt.dsl")],
@@ -93,3 +97,15 @@ def test_acpi_pci_root_resources_and_routing_evaluate():
                 assert seen[(slot, pin)] == gsi(slot, pin), (slot, pin, seen.get((slot, pin)))
         out = acpiexec(path, "evaluate \\_S5")
         assert re.search(r"Contains 2 Elements:\s+\[Integer\] = 0+5\s+\[Integer\] = 0+\s", out), out[-1500:]
+
+
+def test_acpi_com1_resources_evaluate():
+    with tempfile.TemporaryDirectory() as d:
+        out = acpiexec(dsdt(d), "resources \\_SB.COM1")
+        res = out[out.index("Evaluating _CRS"):]
+        kinds = re.findall(r"^\[\d\d\] (.+)$", res, re.M)
+        assert kinds[:2] == ["I/O Resource", "IRQ Resource"], kinds
+        assert re.search(r"Address Minimum : 0+3F8", res) and re.search(r"Address Length : 0+8", res), res
+        irq = res[res.index("IRQ Resource"):]
+        assert re.search(r"Triggering : Edge", irq) and re.search(r"Polarity : ActiveHigh", irq), irq
+        assert re.search(r"Interrupt Count : 01\s+Interrupt List : 4\s", irq), irq

@@ -83,6 +83,12 @@ static void test_names_and_data(void)
 	aml_init(&a, buf, sizeof(buf));
 	aml_eisaid(&a, "PNP0a03");
 	CHECK(a.bad_name);
+	/* IRQNoFlags(){4}: tag 0x22, the IRQ mask; none above 15 */
+	aml_init(&a, buf, sizeof(buf));
+	aml_res_irq(&a, 4);
+	aml_res_irq(&a, 15);
+	aml_res_irq(&a, 16);
+	EXPECT(&a, 0x22, 0x10, 0x00, 0x22, 0x00, 0x80, 0x22, 0x00, 0x00);
 	aml_init(&a, buf, sizeof(buf));
 	aml_string(&a, "ok");
 	EXPECT(&a, 0x0d, 'o', 'k', 0);
@@ -148,6 +154,11 @@ static void test_dsdt(void)
 	CHECK(memmem(buf, n, "_PRT", 4) != NULL && memmem(buf, n, "_CRS", 4) != NULL);
 	/* the window's ends, little-endian, inside the DWordMemory descriptor */
 	CHECK(memmem(buf, n, "\x00\x00\x00\xe0\xff\xff\xff\xef", 8) != NULL);
+	/* COM1 (PNP0501) with its ports and IRQ 4, so that a hardware-reduced
+	 * Linux maps the IRQ (without it user space has no console) */
+	CHECK(memmem(buf, n, "COM1", 4) != NULL);
+	CHECK(memmem(buf, n, "\x08_HID\x0c\x41\xd0\x05\x01", 10) != NULL);
+	CHECK(memmem(buf, n, "\x47\x01\xf8\x03\xf8\x03\x01\x08\x22\x10\x00\x79\x00", 13) != NULL);
 	CHECK(acpi_dsdt_aml(buf, 100, &pci) == 0);
 	/* the routing the devices use is the one described */
 	CHECK(pci_intx_gsi(1, 0) == 17 && pci_intx_gsi(7, 1) == 16 && pci_intx_gsi(31, 3) == 18);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "devices/pci_bus.h"
+#include "devices/uart8250.h"
 #include "lib/bytes.h"
 #include "vmm/linux/aml.h"
 
@@ -48,6 +49,33 @@ static void gas_io8(uint8_t *g, uint16_t port)
 	g[2] = 0;
 	g[3] = 1; /* byte access */
 	put_le64(g + 4, port);
+}
+
+/* COM1 as an ACPI device, with its ports and ISA IRQ. A hardware-reduced
+ * Linux has no legacy PIC, so its IRQ numbers 0-15 are not GSIs 0-15: the
+ * 8250 driver's built-in COM1 asks for Linux IRQ 4, which nothing maps, its
+ * request_irq fails and the port cannot be opened, so user space (/init's
+ * /dev/console) writes nothing while printk's polled console still works.
+ * Described here, 8250_pnp takes the port over with the IRQ mapped through
+ * the IOAPIC (QEMU's microvm describes its COM1 the same way). */
+static void dsdt_com1(struct aml *a)
+{
+	size_t dev = aml_device(a, "COM1");
+	aml_name(a, "_HID");
+	aml_eisaid(a, "PNP0501"); /* 16550A-compatible */
+	aml_name(a, "_UID");
+	aml_integer(a, 1);
+	uint8_t res[32];
+	struct aml r;
+	aml_init(&r, res, sizeof(res));
+	aml_res_io(&r, UART_COM1_BASE, UART_NREGS);
+	aml_res_irq(&r, UART_COM1_IRQ);
+	aml_res_end(&r);
+	aml_name(a, "_CRS");
+	aml_buffer(a, res, r.overflow ? 0 : r.len);
+	if (r.overflow)
+		a->overflow = true;
+	aml_end(a, dev);
 }
 
 size_t acpi_dsdt_aml(uint8_t *buf, size_t cap, const struct acpi_pci *pci)
@@ -102,6 +130,7 @@ size_t acpi_dsdt_aml(uint8_t *buf, size_t cap, const struct acpi_pci *pci)
 		}
 	aml_end(&a, prt);
 	aml_end(&a, dev);
+	dsdt_com1(&a);
 	aml_end(&a, sb);
 	return a.overflow || a.bad_name ? 0 : a.len;
 }

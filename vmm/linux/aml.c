@@ -240,7 +240,7 @@ void aml_buffer(struct aml *a, const uint8_t *p, size_t n)
 
 /* ---- resource descriptors (ACPI 6.x §6.4) ---- */
 
-enum { RES_IO = 0x47, RES_END = 0x79, RES_DWORD_ADDR = 0x87, RES_WORD_ADDR = 0x88 };
+enum { RES_IRQ_NOFLAGS = 0x22, RES_IO = 0x47, RES_END = 0x79, RES_DWORD_ADDR = 0x87, RES_WORD_ADDR = 0x88 };
 enum { SPACE_MEM = 0, SPACE_IO = 1, SPACE_BUS = 2 };
 /* general flags: a producer (a bridge's window), fixed min and max, positive decode */
 #define ADDR_WINDOW_FLAGS 0x0c
@@ -277,6 +277,12 @@ void aml_res_io(struct aml *a, uint16_t port, uint8_t len)
 	le(a, port, 2);    /* max */
 	aml_byte(a, 1);    /* alignment */
 	aml_byte(a, len);
+}
+
+void aml_res_irq(struct aml *a, unsigned irq)
+{
+	aml_byte(a, RES_IRQ_NOFLAGS); /* small item, 2 bytes: no flags byte means edge, active high */
+	le(a, irq < 16 ? 1u << irq : 0, 2);
 }
 
 void aml_res_dword_mem(struct aml *a, uint32_t min, uint32_t max)

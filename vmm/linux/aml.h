@@ -1,7 +1,7 @@
 /*
  * A small AML (ACPI Machine Language) encoder: enough of ACPI 6.x §20 to
  * write a DSDT with names, scopes, devices, packages, buffers and the
- * resource descriptors of a PCI host bridge (§6.4). Output goes to a fixed
+ * resource descriptors of a PCI host bridge and an ISA device (§6.4). Output goes to a fixed
  * buffer; running out of room sets `overflow` and the rest is dropped, so
  * callers check once at the end.
  *
@@ -50,6 +50,8 @@ void aml_buffer(struct aml *a, const uint8_t *p, size_t n);
 void aml_res_word_bus(struct aml *a, uint16_t min, uint16_t max);
 void aml_res_word_io(struct aml *a, uint16_t min, uint16_t max);
 void aml_res_io(struct aml *a, uint16_t port, uint8_t len);
+/* IRQNoFlags(){irq}: one ISA IRQ (0-15), edge-triggered, active high. */
+void aml_res_irq(struct aml *a, unsigned irq);
 void aml_res_dword_mem(struct aml *a, uint32_t min, uint32_t max);
 void aml_res_end(struct aml *a);
 
