@@ -14,6 +14,7 @@ static const char *const names[KVM_STAT_COUNT] = {
 	[KVM_STAT_BLOCKING] = "blocking",
 	[KVM_STAT_HALT_EXITS] = "halt_exits",
 	[KVM_STAT_HALT_WAKEUP] = "halt_wakeup",
+	[KVM_STAT_HYPERCALLS] = "hypercalls",
 };
 
 const char *kvm_stat_name(enum kvm_stat_id id)

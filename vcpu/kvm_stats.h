@@ -13,7 +13,8 @@
 enum kvm_stat_id {
 	KVM_STAT_BLOCKING,   /* 1 while the vCPU sleeps in the kernel (halted) */
 	KVM_STAT_HALT_EXITS, /* guest HLTs */
-	KVM_STAT_HALT_WAKEUP,
+	KVM_STAT_HALT_WAKEUP, /* halts ended by a wake-up (an interrupt, a PV kick) */
+	KVM_STAT_HYPERCALLS,  /* VMCALLs KVM served: PV kicks, PV IPIs, PV yields */
 	KVM_STAT_COUNT,
 };
 

@@ -1,6 +1,7 @@
 #include "vcpu/vcpu.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,6 +351,17 @@ int vcpu_start(struct vcpu *v)
 		return -r;
 	atomic_store_explicit(&v->thread_started, true, memory_order_release);
 	return 0;
+}
+
+int vcpu_wait_tid(const struct vcpu *v)
+{
+	for (int i = 0; i < 100000; i++) {
+		int tid = atomic_load(&v->tid);
+		if (tid)
+			return tid;
+		sched_yield();
+	}
+	return -ETIMEDOUT;
 }
 
 /* A vCPU not started yet needs no kick: it reads its state when it starts. */

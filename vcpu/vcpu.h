@@ -106,6 +106,8 @@ int vcpu_unblock_kick_in_run(int vcpu_fd);
 int vcpu_create(struct vcpu *v, unsigned id, struct vcpu_env *env);
 int vcpu_start(struct vcpu *v);
 void vcpu_kick(struct vcpu *v);
+/* The started vCPU thread's kernel id (it publishes it as it starts), or -ETIMEDOUT. */
+int vcpu_wait_tid(const struct vcpu *v);
 void vcpu_join(struct vcpu *v);
 void vcpu_destroy(struct vcpu *v);
 const char *vcpu_end_name(enum vcpu_end e);

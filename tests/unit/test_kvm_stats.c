@@ -61,15 +61,16 @@ static void test_synthetic(void)
 {
 	const struct stat_spec ok[] = {
 		{ "halt_successful_poll", 0, 1, 7 }, { "halt_exits", 8, 1, 41 }, { "blocking", 16, 1, 1 },
-		{ "halt_poll_success_hist", 24, 4, 0 }, { "halt_wakeup", 56, 1, 9 },
+		{ "halt_poll_success_hist", 24, 4, 0 }, { "halt_wakeup", 56, 1, 9 }, { "hypercalls", 64, 1, 5 },
 	};
 	struct kvm_vcpu_stats s;
-	int fd = make_file(ok, 5, NAME_SIZE, 0);
+	int fd = make_file(ok, 6, NAME_SIZE, 0);
 	CHECK(fd >= 0 && kvm_stats_parse_fd(fd, &s) == 0 && s.fd == fd);
 	uint64_t v = 0;
 	CHECK(kvm_stats_read(&s, KVM_STAT_BLOCKING, &v) == 0 && v == 1);
 	CHECK(kvm_stats_read(&s, KVM_STAT_HALT_EXITS, &v) == 0 && v == 41);
 	CHECK(kvm_stats_read(&s, KVM_STAT_HALT_WAKEUP, &v) == 0 && v == 9);
+	CHECK(kvm_stats_read(&s, KVM_STAT_HYPERCALLS, &v) == 0 && v == 5);
 	CHECK(kvm_stats_read(&s, KVM_STAT_COUNT, &v) == -ENOENT);
 	/* a value that changes is read anew each time */
 	uint64_t zero = 0;
@@ -83,6 +84,10 @@ static void test_synthetic(void)
 	fd = make_file(prefix, 2, NAME_SIZE, 0);
 	CHECK(kvm_stats_parse_fd(fd, &s) == -ENOENT && s.fd == -1);
 	close(fd);
+	/* a kernel without an optional stat: the others still read, that one is absent */
+	fd = make_file(ok, 5, NAME_SIZE, 0);
+	CHECK(kvm_stats_parse_fd(fd, &s) == 0 && kvm_stats_read(&s, KVM_STAT_HYPERCALLS, &v) == -ENOENT);
+	kvm_stats_close(&s);
 	/* a descriptor with no data items is skipped */
 	const struct stat_spec empty[] = { { "blocking", 0, 0, 1 } };
 	fd = make_file(empty, 1, NAME_SIZE, 0);

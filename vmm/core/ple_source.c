@@ -1,7 +1,6 @@
 #include "vmm/core/ple_source.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,18 +22,6 @@ static void on_ple(void *arg, int res)
 		p->armed = true;
 }
 
-/* The vCPU threads publish their kernel ids as they start. */
-static int wait_for_tid(struct vcpu *v)
-{
-	for (int i = 0; i < 100000; i++) {
-		int tid = atomic_load(&v->tid);
-		if (tid)
-			return tid;
-		sched_yield();
-	}
-	return -ETIMEDOUT;
-}
-
 int ple_sources_start(struct run *r, struct evloop *loop, char *why, unsigned len)
 {
 	const char *tp = r->cfg->ple_tracepoint ? r->cfg->ple_tracepoint : "kvm:kvm_exit";
@@ -48,7 +35,7 @@ int ple_sources_start(struct run *r, struct evloop *loop, char *why, unsigned le
 		struct ple_source *p = &r->ple[g];
 		*p = (struct ple_source){ .loop = loop, .r = r, .g = (int)g };
 		p->w.fd = -1;
-		int tid = wait_for_tid(&vm->vcpus[i]);
+		int tid = vcpu_wait_tid(&vm->vcpus[i]);
 		int rc = tid < 0 ? tid : ple_watch_open(&p->w, tid, tp, filter);
 		if (rc < 0) {
 			snprintf(why, len, "cannot watch %s on vCPU %u: %s", tp, g, strerror(-rc));

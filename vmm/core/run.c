@@ -198,6 +198,7 @@ void run_destroy(struct run *r)
 		fclose(r->json_out);
 	free(r->vms);
 	free(r->glue);
+	linux_pv_counts_free(r);
 	if (r->ctl.wake_fd > 0)
 		close(r->ctl.wake_fd);
 	memset(r, 0, sizeof(*r));
@@ -391,10 +392,12 @@ static int sandbox_loop(struct run *r, struct loop_ctx *c)
 		return 0;
 	int wfd[] = { r->ctl.wake_fd, r->json_out ? fileno(r->json_out) : -1, trace_output_fd(r->trace),
 		      r->domain ? r->dom.doorbell : -1 };
-	int *rfd = calloc(r->ple ? r->nvcpus : 1, sizeof(int));
+	int *rfd = calloc(2 * r->nvcpus, sizeof(int));
 	unsigned nr = 0;
 	for (unsigned g = 0; rfd && r->ple && g < r->nvcpus; g++)
 		rfd[nr++] = r->ple[g].w.fd;
+	if (rfd)
+		nr += linux_pv_counts_fds(r, rfd + nr);
 	int *sfd = calloc(r->nvcpus, sizeof(int));
 	unsigned ns = 0;
 	for (unsigned g = 0; sfd && g < r->nvcpus; g++) {
@@ -484,6 +487,8 @@ static void start_guests(struct loop_ctx *c)
 	if (start_vcpus(r))
 		return;
 	console_start(c); /* Linux guests */
+	if (linux_pv_counts_start(r) < 0)
+		fprintf(stderr, "vmm: out of memory for the PV counters; the report has none\n");
 	char why[200];
 	if (r->ple_on && ple_sources_start(r, &c->loop, why, sizeof(why)) < 0) {
 		fprintf(stderr, "vmm: --spin-detect ple: %s; pause-loop detection is off\n", why);
@@ -528,6 +533,7 @@ static void finish_run(struct loop_ctx *c)
 	for (unsigned k = 0; k < r->nvms; k++)
 		r->vms[k].end_ns = r->end_ns;
 	console_raw_leave(); /* Linux guests: the terminal as it was */
+	linux_pv_counts_finish(r);
 	evloop_fini(&c->loop);
 	ple_sources_stop(r);
 }

@@ -10,6 +10,7 @@
 
 #include "sched/sched.h"
 #include "vmm/core/sched_glue.h"
+#include "vmm/core/linux_pv_counts.h"
 #include "vmm/core/loop_pin.h"
 #include "vmm/core/ple_source.h"
 #include "vmm/core/trace.h"
@@ -35,6 +36,8 @@ struct run {
 	bool ple_on;              /* watch a tracepoint per vCPU thread */
 	struct ple_source *ple;   /* [nvcpus] while the run lasts */
 	uint64_t ple_events;      /* exits the watches saw */
+	struct linux_pv_vcpu *pv; /* [nvcpus], Linux guests: PV kicks and halts inside KVM */
+	char pv_count_note[160];  /* why kicks are not counted, if they are not */
 	uint64_t start_ns, end_ns;
 	uint64_t start_late_ns;     /* --start-at: how long after that instant the vCPUs started */
 	uint64_t start_wait_ns;     /* --start-at: how long the VM waited for it (0: not ready in time) */

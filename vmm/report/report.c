@@ -181,6 +181,30 @@ static void print_domain(FILE *out, const struct run *r)
 			(unsigned long long)d.rejoins, d.rejoins == 1 ? "" : "s");
 }
 
+/* What the guest's PV spinlocks did inside KVM (vmm/core/linux_pv_counts.h). */
+static void print_linux_pv(FILE *out, const struct run *r)
+{
+	uint64_t kicks = 0, halts = 0, wakeups = 0, hcalls = 0;
+	bool counted = r->pv != NULL, stats = r->pv != NULL;
+	for (unsigned g = 0; r->pv && g < r->nvcpus; g++) {
+		counted = counted && r->pv[g].kicks_counted;
+		stats = stats && r->pv[g].stats_read;
+		kicks += r->pv[g].kicks;
+		halts += r->pv[g].halt_exits;
+		wakeups += r->pv[g].halt_wakeups;
+		hcalls += r->pv[g].hypercalls;
+	}
+	fprintf(out, "pv locks   ");
+	if (counted)
+		fprintf(out, "%llu kicks sent (KVM_HC_KICK_CPU)", (unsigned long long)kicks);
+	else
+		fprintf(out, "%s", r->pv_count_note[0] ? r->pv_count_note : "kicks not counted");
+	if (stats)
+		fprintf(out, "; in KVM: %llu halts, %llu wake-ups from halt, %llu hypercalls", (unsigned long long)halts,
+			(unsigned long long)wakeups, (unsigned long long)hcalls);
+	fprintf(out, "\n");
+}
+
 static void print_header(FILE *out, const struct run *r, const struct run_summary *s)
 {
 	const struct vm_config *cfg = r->cfg;
@@ -221,6 +245,7 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 	if (lx) {
 		fprintf(out, "cpuid      %s\n", lx->mask_note);
 		fprintf(out, "kvm pv     %s; %s\n", lx->pv_note, lx->vmcall_note);
+		print_linux_pv(out, r);
 	}
 	if (lx && lx->blk) {
 		struct virtio_blk_stats d = virtio_blk_pci_stats(lx->blk);

@@ -44,6 +44,10 @@ static void json_linux(struct json_out *o, json_t *parent, const struct run *r)
 		json_out_str(o, kernel, "vmcall_note", lx->vmcall_note);
 		json_out_u64(o, kernel, "kvm_pv_features", lx->cpuid.kvm_features);
 		json_out_str(o, kernel, "kvm_pv_note", lx->pv_note);
+		if (r->pv_count_note[0])
+			json_out_str(o, kernel, "pv_kicks_note", r->pv_count_note);
+		else
+			json_out_null(o, kernel, "pv_kicks_note");
 	}
 }
 
@@ -196,6 +200,27 @@ static void json_regs(struct json_out *o, json_t *parent, const struct vcpu *v)
 	json_out_u64(o, regs, "cpl", v->sregs.cs.selector & 3);
 }
 
+/* A Linux guest's vCPU inside KVM: its PV kicks, halts and hypercalls (null: not counted here). */
+static void json_linux_pv(struct json_out *o, json_t *item, const struct run *r, unsigned g)
+{
+	if (!r->pv)
+		return;
+	const struct linux_pv_vcpu *p = &r->pv[g];
+	json_t *k = json_out_obj(o, item, "kvm");
+	if (p->kicks_counted)
+		json_out_u64(o, k, "pv_kicks", p->kicks);
+	else
+		json_out_null(o, k, "pv_kicks");
+	static const char *const names[] = { "halt_exits", "halt_wakeups", "hypercalls" };
+	const uint64_t vals[] = { p->halt_exits, p->halt_wakeups, p->hypercalls };
+	for (unsigned i = 0; i < 3; i++) {
+		if (p->stats_read)
+			json_out_u64(o, k, names[i], vals[i]);
+		else
+			json_out_null(o, k, names[i]);
+	}
+}
+
 static void json_vcpu(struct json_out *o, json_t *parent, const struct run *r, const struct run_summary *s, unsigned g)
 {
 	unsigned i;
@@ -222,6 +247,7 @@ static void json_vcpu(struct json_out *o, json_t *parent, const struct run *r, c
 	json_t *emulated = json_out_obj(o, item, "emulated");
 	json_out_u64(o, emulated, "int3", v->int3_emulated);
 	json_out_u64(o, emulated, "fwait", v->fwait_emulated);
+	json_linux_pv(o, item, r, g);
 	json_sched(o, item, &s->st[g]);
 	if (v->fault[0])
 		json_out_str(o, item, "fault", v->fault);
