@@ -69,9 +69,10 @@ def test_wake_slice_dimension_merges():
                 ref = m["cells"][c["ref_id"]]
                 assert ref["policy"] == c["policy"] and ref["wake_slice_us"] == c["wake_slice_us"], (c, ref)
             bench_stats_ref.check_cell(m, c)
-        # the new column is the rows' last; the ones before are where they were
+        # the new column came last (before the Linux cells' QEMU comparison); the ones before are where they were
         rows = tbf.rows(t.p("a", "results.csv"))
-        assert list(rows[0].keys())[-4:] == ["guest_slice", "loop_cpu", "loop_cpu_ran", "wake_slice_us"]
+        assert list(rows[0].keys())[-8:] == ["guest_slice", "loop_cpu", "loop_cpu_ran", "wake_slice_us",
+                                             "qemu_ref_id", "vs_qemu", "vs_qemu_lo", "vs_qemu_hi"]
         for row, c in zip(rows, m["cells"]):
             assert int(row["wake_slice_us"]) == c["wake_slice_us"], (row, c)
         # every wake slice above 1x in the loss table

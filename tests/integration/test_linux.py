@@ -374,7 +374,8 @@ def test_linux_boots_to_init_and_finds_its_disk_through_acpi():
                "ACPI: PCI Root Bridge [PCI0] (domain 0000 [bus 00])",
                "pci_bus 0000:00: root bus resource [mem 0xe0000000-0xefffffff window]",
                "pci 0000:00:01.0: [1af4:1042]", "PCI: Using ACPI for IRQ routing",
-               "serial8250: ttyS0 at I/O 0x3f8 (irq = 4", "Run /init as init process"]
+               # COM1 as the DSDT describes it (PNP0501), its IRQ mapped through the IOAPIC
+               "00:00: ttyS0 at I/O 0x3f8 (irq = ", "Run /init as init process"]
     with tempfile.TemporaryDirectory() as d:
         disk = os.path.join(d, "disk.img")
         with open(disk, "wb") as f:
@@ -396,6 +397,20 @@ def test_linux_boots_to_init_and_finds_its_disk_through_acpi():
     assert rep["config"]["linux"]["disk"] == disk, rep["config"]["linux"]
 
 
+def need_user_space():
+    """(vmlinuz, initrd) where a Linux can reach user space under vmm: a
+    usable KVM that runs guest CPL0 natively, on which QEMU -accel kvm gets
+    the same kernel there (need_qemu_to_reach)."""
+    harness.need_kvm()
+    if emulated_cpl0():
+        raise harness.Skip("this host's KVM (kvm_pvm) emulates guest CPL0 code at ~1 µs per instruction "
+                           "and lacks instructions Linux needs later in boot (HOST.md); user space "
+                           "needs hardware virtualization (VMX/SVM)")
+    vmlinuz, initrd = kernel()
+    need_qemu_to_reach(vmlinuz, initrd, "user space")
+    return vmlinuz, initrd
+
+
 @harness.nested_stage
 def test_linux_boot_to_shell_and_poweroff():
     """The whole boot: init runs, sees every CPU, finds the virtio-blk disk
@@ -404,14 +419,7 @@ def test_linux_boot_to_shell_and_poweroff():
     powers off through ACPI S5: exit 0. The host then finds the guest's
     bytes in the image, and the report says which KVM PV features were
     offered. It runs where QEMU -accel kvm reaches user space on this KVM."""
-    harness.need_kvm()
-    if emulated_cpl0():
-        raise harness.Skip("this host's KVM (kvm_pvm) emulates guest CPL0 code at ~1 µs per instruction "
-                           "and lacks instructions Linux needs later in boot (HOST.md); a full boot "
-                           "needs hardware virtualization (VMX/SVM)")
-    harness.need_kvm()
-    vmlinuz, initrd = kernel()
-    need_qemu_to_reach(vmlinuz, initrd, "user space")
+    vmlinuz, initrd = need_user_space()
     with tempfile.TemporaryDirectory() as d:
         disk = os.path.join(d, "disk.img")
         first = os.urandom(1 << 20)
@@ -437,3 +445,129 @@ def test_linux_boot_to_shell_and_poweroff():
         with open(disk, "rb") as f:
             img = f.read()
         assert img[: 1 << 20] == first and img[1 << 20: 2 << 20] == pattern
+
+
+def _user_space_boot(vmlinuz, initrd, *args, params="console=ttyS0 reboot=k", timeout_s=300):
+    """vmm run -k ... ARGS to its power-off; returns the Run (report parsed)."""
+    r = harness.vmm("-k", vmlinuz, "-i", initrd, "-p", params, "-m", "512M", "--timeout", f"{timeout_s}s", *args,
+                    timeout=timeout_s + 60)
+    return r
+
+
+# Every scheduling shape a user runs a Linux guest in: (label, vmm run options, vCPUs)
+USER_SPACE_SHAPES = [
+    ("1 vCPU", ("-c", "1"), 1),
+    ("4 vCPUs", ("-c", "4"), 4),
+    ("4 vCPUs on 2 slots, --yield none", ("-c", "4", "--pcpus", "2", "--yield", "none"), 4),
+    ("4 vCPUs on 2 slots, --yield random", ("-c", "4", "--pcpus", "2", "--yield", "random"), 4),
+    ("4 vCPUs on 2 slots, --yield directed", ("-c", "4", "--pcpus", "2", "--yield", "directed"), 4),
+    ("4 vCPUs on 2 slots, --yield holder", ("-c", "4", "--pcpus", "2", "--yield", "holder"), 4),
+    ("4 vCPUs on 2 slots, --yield pv", ("-c", "4", "--pcpus", "2", "--yield", "pv"), 4),
+    ("4 vCPUs on 2 slots, --yield gang", ("-c", "4", "--pcpus", "2", "--yield", "gang"), 4),
+    ("4 vCPUs on 2 CPUs, --sched host", ("-c", "4", "--pcpus", "2", "--sched", "host"), 4),
+]
+
+
+@harness.nested_stage
+def test_linux_user_space_in_every_scheduling_shape():
+    """/init runs and prints on the serial console (user space's output goes
+    through the tty layer and the UART's interrupt, unlike printk), sees
+    every vCPU, and powers the guest off: 1 and 4 vCPUs on their own CPUs,
+    4 vCPUs on 2 slots under every yield policy, and under --sched host,
+    each with the seccomp filters on. Where QEMU -accel kvm reaches user
+    space on this KVM."""
+    vmlinuz, initrd = need_user_space()
+    failed = []
+    for label, args, ncpus in USER_SPACE_SHAPES:
+        r = _user_space_boot(vmlinuz, initrd, *args)
+        ok = (r.rc == 0 and f"VMM-INIT-OK" in r.stdout and f"cpus={ncpus}" in r.stdout
+              and "VMM-POWEROFF" in r.stdout and "powered off" in r.stderr
+              and r.report and r.report["config"]["seccomp"] is True)
+        print(f"    {label}: {'user space, powered off' if ok else 'FAILED'} (exit {r.rc})")
+        if not ok:
+            failed.append((label, r))
+    assert not failed, failed[0]
+
+
+def workload():
+    """The kernel and the workload initramfs (tests/linux/mkworkload.py)."""
+    try:
+        return fetch_kernel.workload_initrd()
+    except debian_kernel.FetchError as e:
+        raise harness.Skip(f"no Debian kernel here: {e}")
+    except FileNotFoundError as e:
+        raise harness.Skip(str(e))
+
+
+def test_linux_workload_initramfs_holds_its_programs():
+    """The workload initramfs (built here, no KVM: the nested stage boots
+    it) holds /init, busybox, hackbench and sysbench with every library
+    ldd names, and the loader, in newc format."""
+    _, img = workload()
+    import gzip
+    with gzip.open(img, "rb") as f:
+        blob = f.read()
+    names, at = set(), 0
+    while at < len(blob) and blob[at:at + 6] == b"070701":
+        namesize, filesize = int(blob[at + 94:at + 102], 16), int(blob[at + 54:at + 62], 16)
+        name = blob[at + 110:at + 110 + namesize - 1].decode()
+        names.add(name)
+        at = (at + 110 + namesize + 3) & ~3
+        at = (at + filesize + 3) & ~3
+    assert "TRAILER!!!" in names, sorted(names)[:20]
+    for want in ("init", "bin/busybox", "usr/bin/hackbench", "usr/bin/sysbench", "lib64/ld-linux-x86-64.so.2"):
+        assert want in names, (want, sorted(names))
+    for prog in ("/usr/bin/hackbench", "/usr/bin/sysbench"):
+        libs = [w for line in subprocess.run(["ldd", prog], capture_output=True, text=True).stdout.splitlines()
+                for w in line.split() if w.startswith("/") and ".so" in w]
+        for lib in libs:
+            assert lib.lstrip("/") in names, (prog, lib)
+
+
+def _work_result(stdout):
+    line = next((ln for ln in stdout.splitlines() if ln.startswith("VMM-WORK-RESULT")), "")
+    return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+
+
+@harness.nested_stage
+def test_linux_pv_spinlocks_kick_and_the_guest_sees_steal():
+    """Linux's own PV spinlocks under the co-scheduler, by mechanism: 4
+    vCPUs on 2 slots run hackbench (socket and scheduler locks under
+    preemption). With --pv-spinlock on (the default) the guest says its PV
+    spinlocks are enabled, its vCPUs send PV kicks (KVM_HC_KICK_CPU,
+    counted through kvm:kvm_hypercall), its waiters halt in KVM and their
+    slots are given away (parked halts), and the guest reads steal time in
+    /proc/stat while our scheduler holds its vCPUs off their slots. With
+    --pv-spinlock off it is not offered PV_UNHALT, says its PV spinlocks are
+    disabled, and sends no kick; steal is still seen."""
+    need_user_space()
+    vmlinuz, img = workload()
+    runs = {}
+    for pv in ("on", "off"):
+        r = _user_space_boot(vmlinuz, img, "-c", "4", "--pcpus", "2", "--yield", "pv", "--pv-spinlock", pv,
+                             params="console=ttyS0 reboot=k quiet vmm.work=hackbench vmm.size=50")
+        res = _work_result(r.stdout)
+        assert r.rc == 0 and res.get("rc") == "0" and float(res["seconds"]) > 0, r
+        assert r.report is not None, r
+        kvm = [v["kvm"] for v in r.report["vcpus"]]
+        note = r.report["config"]["linux"]["pv_kicks_note"]
+        if any(k["pv_kicks"] is None for k in kvm):
+            raise harness.Skip(f"PV kicks cannot be counted on this host: {note}")
+        kicks = sum(k["pv_kicks"] for k in kvm)
+        steal_guest_ms = int(res["steal_ms"])
+        steal_host_ns = sum(v["kvm_steal_ns"] for v in r.report["vcpus"])
+        print(f"    --pv-spinlock {pv}: {kicks} kicks, {sum(k['halt_exits'] for k in kvm)} halts in KVM, "
+              f"{r.report['sched']['kernel_halts']} parked; steal {steal_guest_ms} ms seen by the guest, "
+              f"{steal_host_ns / 1e6:.0f} ms written by vmm; hackbench {res['seconds']} s")
+        runs[pv] = (r, kicks, steal_guest_ms, steal_host_ns, note)
+    r, kicks, steal_g, steal_h, note = runs["on"]
+    assert "VMM-PVLOCK: PV spinlocks enabled" in r.stdout, r.stdout[-2000:]
+    assert "pv_unhalt" in r.report["config"]["linux"]["kvm_pv_note"].split(";")[0], r.report["config"]["linux"]
+    assert kicks > 0 and note is None, (kicks, note)
+    assert r.report["sched"]["kernel_halts"] > 0, r.report["sched"]
+    assert steal_g > 0 and steal_h > 0, (steal_g, steal_h)
+    assert "kicks sent (KVM_HC_KICK_CPU)" in r.stdout, r.stdout[-2000:]
+    r, kicks, steal_g, steal_h, note = runs["off"]
+    assert "VMM-PVLOCK: PV spinlocks disabled" in r.stdout, r.stdout[-2000:]
+    assert kicks == 0 and note == "PV_UNHALT not offered", (kicks, note)
+    assert steal_g > 0 and steal_h > 0, (steal_g, steal_h)

@@ -3,6 +3,7 @@ initramfs. Both initramfs builders (the Linux guest tests', the nested KVM
 runner's) write theirs with this."""
 import gzip
 import os
+import subprocess
 
 
 class Archive:
@@ -36,6 +37,40 @@ class Archive:
         with open(busybox, "rb") as f:
             self.file("bin/busybox", f.read(), 0o755)
         self.symlink("bin/sh", "busybox")
+
+    def parents(self, path):
+        """Every directory above PATH not yet in the archive (the kernel does
+        not create a file's folders when it unpacks)."""
+        have = getattr(self, "_dirs", None)
+        if have is None:
+            have = self._dirs = {"bin", "sbin", "proc", "sys", "dev", "etc", "tmp", "usr", "usr/bin", "usr/sbin"}
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            d = "/".join(parts[:i])
+            if d not in have:
+                have.add(d)
+                self.add(d, 0o040755)
+
+    def program(self, path):
+        """This machine's PATH binary, at the same path, with every shared
+        library ldd says it loads (and the loader), so a Debian program runs
+        in a busybox initramfs."""
+        p = subprocess.run(["ldd", path], capture_output=True, text=True)
+        files = [path]
+        for line in p.stdout.splitlines():
+            words = line.split()
+            if "=>" in words and words.index("=>") + 1 < len(words) and words[words.index("=>") + 1].startswith("/"):
+                files.append(words[words.index("=>") + 1])
+            elif words and words[0].startswith("/"):
+                files.append(words[0])  # the loader
+        for f in files:
+            name = f.lstrip("/")
+            if name in getattr(self, "_files", set()):
+                continue
+            self._files = getattr(self, "_files", set()) | {name}
+            self.parents(name)
+            with open(f, "rb") as src:
+                self.file(name, src.read(), 0o755)
 
     def modules(self, mdir, order):
         """lib/modules/NAME.ko for each module and lib/modules/order."""

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """The Linux guest tests' kernel: Debian's cloud kernel with its virtio-blk
-modules, busybox-static, and the initramfs mkinitramfs.py builds, cached
-under BUILD/linux (never committed).
-Usage: fetch_kernel.py [BUILD]: prints the cache folder; exit 3 when apt
-cannot download here (the caller skips with the reason on stderr)."""
+modules, busybox-static, the initramfs mkinitramfs.py builds and the
+workload initramfs mkworkload.py builds, cached under BUILD/linux (never
+committed).
+Usage: fetch_kernel.py [--workload] [BUILD]: prints the cache folder, or
+with --workload the kernel's and the workload initramfs's paths; exit 3
+when apt cannot download here, 2 when a workload program is missing (the
+caller skips with the reason on stderr)."""
 import os
 import subprocess
 import sys
@@ -34,13 +37,37 @@ def guest_kernel(build=None):
     return vmlinuz, initrd
 
 
+def workload_initrd(build=None):
+    """(vmlinuz, workload initramfs); raises debian_kernel.FetchError, or
+    FileNotFoundError naming the Debian packages a workload program needs."""
+    vmlinuz, _ = guest_kernel(build)
+    out = os.path.dirname(vmlinuz)
+    busybox = debian_kernel.fetch_busybox(out)
+    img = os.path.join(out, "workload.img")
+    mk = os.path.join(HERE, "mkworkload.py")
+    if not os.path.exists(img) or any(os.path.getmtime(p) > os.path.getmtime(img)
+                                      for p in (mk, busybox, os.path.join(HERE, "cpio_newc.py"))):
+        import mkworkload
+        mkworkload.build(busybox, img)
+    return vmlinuz, img
+
+
 def main():
+    args = sys.argv[1:]
+    workload = "--workload" in args
+    args = [a for a in args if a != "--workload"]
+    build = args[0] if args else None
     try:
-        vmlinuz, _ = guest_kernel(sys.argv[1] if len(sys.argv) > 1 else None)
+        if workload:
+            print(*workload_initrd(build))
+        else:
+            print(os.path.dirname(guest_kernel(build)[0]))
     except debian_kernel.FetchError as e:
         print(e, file=sys.stderr)
         return 3
-    print(os.path.dirname(vmlinuz))
+    except FileNotFoundError as e:
+        print(e, file=sys.stderr)
+        return 2
     return 0
 
 

@@ -34,6 +34,8 @@
 #define BENCH_POLICY_HOST "host"
 /* Native cells (plain host threads, no VM) carry this policy name. */
 #define BENCH_POLICY_NATIVE "native"
+/* The stock baseline for Linux workloads: QEMU -accel kvm on the same CPUs. */
+#define BENCH_POLICY_QEMU "qemu"
 
 int bench_main(int argc, char **argv);
 
@@ -107,6 +109,12 @@ struct bench_opts {
 	const char *cells;   /* --cells LIST, resolved against the matrix (bench_shard.c) */
 	unsigned pcpus_max;  /* --pcpus bound: usable CPUs; merge lifts it for other hosts' configs */
 	const char *exe;    /* the binary whose `run` each cell execs */
+	/* Linux workloads (bench_linux.c): the kernel and workload initramfs
+	 * both VMMs boot, QEMU's binary, and what /init is told to do */
+	const char *kernel, *initrd, *qemu;
+	uint32_t linux_size;      /* vmm.size: 0 = the workload's own default */
+	uint32_t linux_threads;   /* vmm.threads: tasks, the same at every overcommit */
+	uint32_t linux_timeout_s; /* one boot, its work and power-off */
 };
 
 /* Fills defaults (the quick matrix); bench_parse may then override. */
@@ -115,7 +123,10 @@ void bench_opts_defaults(struct bench_opts *o);
 int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t errlen);
 void bench_print_usage(FILE *out);
 
-enum bench_kind { BENCH_VM, BENCH_NATIVE };
+/* VM: `vmm run` (the bundled guest or a Linux workload); NATIVE: the lock
+ * code as host threads; QEMU: a Linux workload under QEMU -accel kvm. */
+enum bench_kind { BENCH_VM, BENCH_NATIVE, BENCH_QEMU, BENCH_KINDS };
+extern const char *const bench_kind_names[BENCH_KINDS]; /* "vm", "native", "qemu" */
 
 /*
  * A run's scheduler statistics from its report (bench_sched.c): the `sched`
@@ -201,6 +212,7 @@ struct bench_cell {
 	int one_vm_ref;      /* K > 1: 1 VM of the same vCPUs, lock, policy on the same slots */
 	int process_ref;     /* DOMAIN: the same cell as one process (--vms K); -1 none */
 	int host_procs_ref;  /* DOMAIN: the same K VMs as host-scheduled processes; -1 none */
+	int qemu_ref;        /* a Linux workload's vmm cell: QEMU with the same vCPUs on the same CPUs */
 	/* The efficiency's denominator: every policy's (and slice's) 1x cell of the
 	 * same workload, lock and threshold (a native cell: its bound). pool[npool]
 	 * are the candidates, used[nused] those that did not fail (malloc'd, one block). */
@@ -230,6 +242,7 @@ struct bench_cell {
 	double max_over_min;
 	double vs_one_vm;   /* median (the sum) / one_vm_ref's median */
 	double vs_process, vs_host_procs;
+	double vs_qemu, vs_qemu_lo, vs_qemu_hi; /* median / qemu_ref's median, bootstrap interval */
 	double start_spread_ms, max_late_ms; /* worst over reps; NaN when not K processes */
 };
 
@@ -348,8 +361,9 @@ int bench_exec_fork(int (*fn)(void *arg, int fd), void *arg, unsigned timeout_ms
 /* One repetition of one cell; tmpdir holds the child's report. */
 void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, const char *tmpdir,
 		    unsigned rep, struct bench_run *out);
-/* Starts exe with argv (argv[0] is exe) and stdout to /dev/null, stderr to errpath. pid or -errno. */
-int bench_exec_spawn(const char *exe, const char *const *argv, const char *errpath);
+/* Starts exe with argv (argv[0] is exe), stdin from /dev/null, stdout to
+ * outpath (NULL: /dev/null), stderr to errpath. pid or -errno. */
+int bench_exec_spawn(const char *exe, const char *const *argv, const char *outpath, const char *errpath);
 /* Waits for pid until deadline_ms (CLOCK_MONOTONIC ms), then kills it; status as bench_exec_run. */
 int bench_exec_wait(int pid, uint64_t deadline_ms);
 uint64_t bench_now_ms(void);
@@ -369,6 +383,21 @@ void bench_run_procs(const struct bench_opts *o, const struct bench_cell *c, con
 /* Fills out's ops_per_s/ok/why from a child's report; per-VM ops into vm_ops when not NULL. */
 int bench_read_report(const char *json, struct bench_run *out, double *vm_ops, unsigned nvms,
 		      struct bench_json *keep);
+
+/* Linux workloads (bench_linux.c): hackbench, sysbench-threads, ... booted
+ * under vmm run -k, or under QEMU -accel kvm for BENCH_QEMU cells. */
+bool bench_linux_workload(const char *workload);
+extern const char *const bench_linux_workloads[]; /* NULL-terminated */
+/* The result /init printed: "VMM-WORK-RESULT work=W ops=N seconds=S ... rc=R".
+ * 0 with ops/s and the guest's steal in ms (NaN if absent), or -EINVAL with why. */
+int bench_linux_result(const char *console, double *ops_per_s, double *steal_ms, char *why, size_t len);
+void bench_linux_run(const struct bench_opts *o, const struct bench_cell *c, const char *tmpdir,
+		     struct bench_run *out);
+/* The co-scheduler's options of cell c (--sched host, or --yield and every
+ * dimension not at its default) appended at args[n]; returns the new count.
+ * Numbers go to buf[*b], which advances. */
+unsigned bench_sched_args(const struct bench_cell *c, const char **args, unsigned n, char (*buf)[32],
+			  unsigned *b);
 
 /* Native: the lock loop as threads pinned round robin on pcpus CPUs. */
 bool bench_native_has_lock(const char *lock);
@@ -446,6 +475,9 @@ int bench_report_json(const char *path, const struct bench_opts *o, const struct
 void bench_report_derived(FILE *out, const struct bench_matrix *m);
 int bench_derived_csv(const char *dir, const struct bench_matrix *m);
 void bench_derived_json(struct json_t *root, const struct bench_matrix *m);
+/* Linux workloads beside QEMU+KVM (bench_report_linux.c): after the main
+ * table, when the matrix has any. */
+void bench_report_linux(FILE *out, const struct bench_matrix *m);
 /* The open issues' speed targets judged on the cells (bench_targets.c): a
  * table after the derived ones, and "targets" in results.json. */
 void bench_targets_print(FILE *out, const struct bench_matrix *m);

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sched/policy.h"
 #include "vmm/bench/bench.h"
@@ -20,7 +21,8 @@
 #define MAX_VMS 64
 #define MAX_OVERCOMMIT 64
 
-static const char *const bench_workloads[] = { "lockbench", "shootdown", "barrier", NULL };
+static const char *const bench_workloads[] = { "lockbench", "shootdown", "barrier", "hackbench",
+					       "sysbench-threads", "sysbench-mutex", "kbuild", NULL };
 
 struct preset {
 	const char *name, *help;
@@ -56,6 +58,12 @@ static const struct preset presets[] = {
 	{ "hotpath", "issue 13: 5 locks + barrier + shootdown x host/none/pv x 1,2,4x, guest-timed slices on,off",
 	  "lockbench,barrier,shootdown", "ticket,pvticket,tas,mcs,pvmcs", "host,none,pv", "1,2,4", "1", "4096", 0,
 	  NULL, "on,off", NULL },
+	/* Issue 30: a Linux guest's own locks (its PV spinlocks, the scheduler's
+	 * and sockets' locks) under the seeds' kind of load, against QEMU+KVM
+	 * with the same kernel on the same CPUs. Needs --kernel and --initrd. */
+	{ "linux", "Linux hackbench + sysbench-threads x qemu/host/none/pv x 1,2,4x on up to 4 CPUs "
+	  "(--kernel, --initrd)", "hackbench,sysbench-threads", "ticket", "qemu,host,none,pv", "1,2,4", "1", "4096", 4,
+	  NULL, NULL, NULL },
 };
 
 
@@ -89,16 +97,31 @@ static int split(const char *opt, const char *arg, struct bench_strs *out, char 
 	return 0;
 }
 
+/* host_ok: the policies, where the baselines host and qemu are names too. */
+/* A copy of a path option that lives as long as the process (merge parses
+ * argv it built in its own buffers); NULL when the pool is full. */
+static const char *kept(const char *arg)
+{
+	static char pool[3 * 4096];
+	static size_t used;
+	size_t len = strlen(arg) + 1;
+	if (len > sizeof(pool) - used)
+		return NULL;
+	used += len;
+	return memcpy(pool + used - len, arg, len);
+}
+
 static int names(const char *opt, const char *arg, const char *const *known, bool host_ok,
 		 struct bench_strs *out, char *err, size_t errlen)
 {
 	int r = split(opt, arg, out, err, errlen);
 	for (unsigned i = 0; !r && i < out->n; i++) {
-		if (vmm_name_in(known, out->v[i]) || (host_ok && !strcmp(out->v[i], BENCH_POLICY_HOST)))
+		if (vmm_name_in(known, out->v[i]) ||
+		    (host_ok && (!strcmp(out->v[i], BENCH_POLICY_HOST) || !strcmp(out->v[i], BENCH_POLICY_QEMU))))
 			continue;
 		char list[256];
 		return parse_fail(err, errlen, "%s: unknown '%s' (known: %s%s)", opt, out->v[i],
-			    host_ok ? "host, " : "", vmm_name_list(known, list, sizeof(list)));
+			    host_ok ? "host, qemu, " : "", vmm_name_list(known, list, sizeof(list)));
 	}
 	return r;
 }
@@ -260,6 +283,9 @@ void bench_opts_defaults(struct bench_opts *o)
 	o->test_fail_cell = -1;
 	o->pcpus_max = usable_cpus();
 	o->exe = "/proc/self/exe";
+	o->qemu = "qemu-system-x86_64";
+	o->linux_threads = 8;
+	o->linux_timeout_s = 600;
 	apply_preset(&presets[0], o, err, sizeof(err));
 }
 
@@ -282,9 +308,12 @@ void bench_print_usage(FILE *out)
 		"  --duration T            measured time of each run: 1s, 500ms (default 1s)\n"
 		"  --pcpus M               physical CPU slots (default: every CPU this process may use;\n"
 		"                          a fleet run gives it, so every host runs the same matrix)\n"
-		"  --workloads LIST        lockbench, shootdown, barrier\n"
+		"  --workloads LIST        lockbench, shootdown, barrier (the bundled guest); hackbench,\n"
+		"                          sysbench-threads, sysbench-mutex, kbuild (a Linux guest: --kernel,\n"
+		"                          --initrd)\n"
 		"  --locks LIST            %s\n"
-		"  --policies LIST         host (--sched host: always included), %s\n"
+		"  --policies LIST         host (--sched host: always included), qemu (Linux workloads: QEMU\n"
+		"                          -accel kvm on the same CPUs), %s\n"
 		"  --overcommit LIST       vCPUs per slot in each VM, e.g. 1,2,4 (1x is always included)\n"
 		"  --vms LIST              VMs sharing the slots, e.g. 1,2,4\n"
 		"  --spin-thresholds LIST  spins before a PV lock waits, e.g. 2k,4k,8k (PV locks only)\n"
@@ -305,6 +334,13 @@ void bench_print_usage(FILE *out)
 		"  --start-margin T        K processes start their vCPUs together this long after being\n"
 		"                          started (default 500ms + 250ms per VM); raised for the\n"
 		"                          runs after one where a VM started late\n"
+		"  --kernel FILE           the bzImage Linux workloads boot (both VMMs)\n"
+		"  --initrd FILE           the workload initramfs (tests/linux/mkworkload.py: /init runs\n"
+		"                          vmm.work=NAME and prints VMM-WORK-RESULT; make bench-linux builds it)\n"
+		"  --qemu PATH             QEMU for the qemu cells (default qemu-system-x86_64 on PATH)\n"
+		"  --linux-size N          the amount of work (vmm.size; default: the workload's own)\n"
+		"  --linux-threads N       tasks or groups, the same at every overcommit (default 8)\n"
+		"  --linux-timeout T       one Linux run: boot, work, power-off (default 600s)\n"
 		"  --cs-cycles N           TSC cycles in the critical section (default 1000)\n"
 		"  --work-cycles N         TSC cycles of private work (default 10000)\n"
 		"  --out DIR               where results go (default bench-results)\n"
@@ -328,7 +364,8 @@ enum {
 	OPT_POLICIES, OPT_OVERCOMMIT, OPT_VMS, OPT_THRESHOLDS, OPT_CS, OPT_WORK, OPT_OUT,
 	OPT_NO_PLOT, OPT_NO_NATIVE, OPT_NO_MICRO, OPT_TEST_FAIL, OPT_VM_MODE, OPT_START_MARGIN,
 	OPT_LIST_CELLS, OPT_SHARD, OPT_CELLS, OPT_TEST_SYNTH, OPT_SLICES, OPT_DEFERS,
-	OPT_GUEST_SLICE, OPT_LOOP_CPU, OPT_WAKE_SLICES,
+	OPT_GUEST_SLICE, OPT_LOOP_CPU, OPT_WAKE_SLICES, OPT_KERNEL, OPT_INITRD, OPT_QEMU, OPT_LINUX_SIZE,
+	OPT_LINUX_THREADS, OPT_LINUX_TIMEOUT,
 };
 
 static const struct option bench_long[] = {
@@ -347,6 +384,12 @@ static const struct option bench_long[] = {
 	{ "wake-slice-us", required_argument, 0, OPT_WAKE_SLICES },
 	{ "guest-slice", required_argument, 0, OPT_GUEST_SLICE },
 	{ "loop-cpu", required_argument, 0, OPT_LOOP_CPU },
+	{ "kernel", required_argument, 0, OPT_KERNEL },
+	{ "initrd", required_argument, 0, OPT_INITRD },
+	{ "qemu", required_argument, 0, OPT_QEMU },
+	{ "linux-size", required_argument, 0, OPT_LINUX_SIZE },
+	{ "linux-threads", required_argument, 0, OPT_LINUX_THREADS },
+	{ "linux-timeout", required_argument, 0, OPT_LINUX_TIMEOUT },
 	{ "cs-cycles", required_argument, 0, OPT_CS },
 	{ "work-cycles", required_argument, 0, OPT_WORK },
 	{ "out", required_argument, 0, OPT_OUT },
@@ -411,6 +454,30 @@ static int bad_option(int c, char **argv, char *err, size_t errlen)
 	return parse_fail(err, errlen, "unknown option '%s' (try vmm bench --help)", argv[optind - 1]);
 }
 
+/* Linux workloads need a kernel and initramfs; qemu runs nothing else. */
+static int check_linux(const struct bench_opts *o, char *err, size_t errlen)
+{
+	const char *wl = NULL;
+	for (unsigned i = 0; i < o->workloads.n && !wl; i++)
+		if (bench_linux_workload(o->workloads.v[i]))
+			wl = o->workloads.v[i];
+	bool qemu = false;
+	for (unsigned i = 0; i < o->policies.n; i++)
+		qemu |= !strcmp(o->policies.v[i], BENCH_POLICY_QEMU);
+	if (qemu && !wl)
+		return parse_fail(err, errlen, "--policies qemu boots only Linux workloads (--workloads hackbench, ...)");
+	if (!wl)
+		return 0;
+	if (!o->kernel || !o->initrd)
+		return parse_fail(err, errlen, "--workloads %s boots Linux: give --kernel and --initrd (make bench-linux "
+				  "fetches Debian's kernel and builds the workload initramfs)", wl);
+	const char *files[] = { o->kernel, o->initrd };
+	for (unsigned i = 0; i < 2; i++)
+		if (access(files[i], R_OK) < 0)
+			return parse_fail(err, errlen, "%s %s: %s", i ? "--initrd" : "--kernel", files[i], strerror(errno));
+	return 0;
+}
+
 /*
  * What no single option can check: a stray argument, and --overcommit
  * against --pcpus, which may come in either order on the command line.
@@ -428,7 +495,7 @@ static int check_after_options(int argc, char **argv, const struct bench_opts *o
 			return parse_fail(err, errlen, "--overcommit %g on %u pcpus is not a whole number of vCPUs",
 					  o->overcommit.v[i], o->pcpus);
 	}
-	return 0;
+	return check_linux(o, err, errlen);
 }
 
 int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t errlen)
@@ -488,6 +555,28 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, char *err, size_t e
 			break;
 		case OPT_LOOP_CPU:
 			r = loop_cpus("--loop-cpu", optarg, &o->loops, err, errlen);
+			break;
+		case OPT_KERNEL:
+		case OPT_INITRD:
+		case OPT_QEMU:
+			if (!optarg[0])
+				r = parse_fail(err, errlen, "%s: empty path", argv[optind - 1]);
+			else if (!(*(c == OPT_KERNEL ? &o->kernel : c == OPT_INITRD ? &o->initrd : &o->qemu) =
+					   kept(optarg)))
+				r = parse_fail(err, errlen, "%s: path too long", argv[optind - 1]);
+			break;
+		case OPT_LINUX_SIZE:
+			r = whole("--linux-size", optarg, 1, UINT32_MAX, &v, err, errlen);
+			o->linux_size = (uint32_t)v;
+			break;
+		case OPT_LINUX_THREADS:
+			r = whole("--linux-threads", optarg, 1, 1024, &v, err, errlen);
+			o->linux_threads = (uint32_t)v;
+			break;
+		case OPT_LINUX_TIMEOUT:
+			if (parse_time_ms(optarg, &v) || v < 10000 || v > 86400000)
+				r = parse_fail(err, errlen, "--linux-timeout: '%s' is not a time from 10s to 24h", optarg);
+			o->linux_timeout_s = (uint32_t)(v / 1000);
 			break;
 		case OPT_CS:
 			r = whole("--cs-cycles", optarg, 0, UINT32_MAX, &v, err, errlen);

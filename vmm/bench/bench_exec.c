@@ -70,15 +70,19 @@ static void last_line(const char *path, char *buf, size_t len)
 	snprintf(buf, len, "%s", text);
 }
 
-int bench_exec_spawn(const char *exe, const char *const *argv, const char *errpath)
+int bench_exec_spawn(const char *exe, const char *const *argv, const char *outpath, const char *errpath)
 {
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		int out = open("/dev/null", O_WRONLY);
+		/* never the terminal: a Linux guest's console would take it over */
+		int in = open("/dev/null", O_RDONLY);
+		int out = outpath ? open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600) : open("/dev/null", O_WRONLY);
 		int err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (in >= 0)
+			dup2(in, STDIN_FILENO);
 		if (out >= 0)
 			dup2(out, STDOUT_FILENO);
 		if (err >= 0)
@@ -106,7 +110,7 @@ int bench_exec_run(const char *exe, const char *const *args, const char *json,
 	argv[n++] = "-q";
 	argv[n] = NULL;
 	unlink(json);
-	int pid = bench_exec_spawn(exe, argv, errpath);
+	int pid = bench_exec_spawn(exe, argv, NULL, errpath);
 	if (pid < 0) {
 		snprintf(errbuf, errlen, "fork: %s", strerror(-pid));
 		return -1;
@@ -157,6 +161,8 @@ int bench_exec_fork(int (*fn)(void *arg, int fd), void *arg, unsigned timeout_ms
 
 unsigned bench_cell_timeout_ms(const struct bench_cell *c, const struct bench_opts *o)
 {
+	if (bench_linux_workload(c->workload))
+		return o->linux_timeout_s * 1000u;
 	unsigned t = o->duration_ms * 3 + 10000 + 1000 * c->vms;
 	return c->mode == BENCH_MODE_PROCESS ? t : t + bench_start_margin_ms(o, c);
 }
@@ -197,7 +203,6 @@ unsigned bench_run_args(const struct bench_opts *o, const struct bench_cell *c, 
 			char (*buf)[32])
 {
 	unsigned n = 0, b = 0;
-	bool host = !strcmp(c->policy, BENCH_POLICY_HOST);
 #define NUM(fmt, v) (snprintf(buf[b], sizeof(buf[b]), fmt, v), buf[b++])
 	args[n++] = "-c";
 	args[n++] = NUM("%u", c->vcpus);
@@ -223,6 +228,25 @@ unsigned bench_run_args(const struct bench_opts *o, const struct bench_cell *c, 
 	args[n++] = NUM("%u", o->cs_cycles);
 	args[n++] = "--work-cycles";
 	args[n++] = NUM("%u", o->work_cycles);
+	n = bench_sched_args(c, args, n, buf, &b);
+	/* The PV shootdown is a policy of its own in the gang experiment. */
+	args[n++] = "--pv-shootdown";
+	args[n++] = !strcmp(c->policy, "pv") ? "on" : "off";
+#undef NUM
+	if ((int)c->id == o->test_fail_cell) {
+		args[n++] = "--lock";
+		args[n++] = "no-such-lock";
+	}
+	args[n] = NULL;
+	return n;
+}
+
+unsigned bench_sched_args(const struct bench_cell *c, const char **args, unsigned n, char (*buf)[32],
+			  unsigned *bp)
+{
+	unsigned b = *bp;
+	bool host = !strcmp(c->policy, BENCH_POLICY_HOST);
+#define NUM(fmt, v) (snprintf(buf[b], sizeof(buf[b]), fmt, v), buf[b++])
 	args[n++] = host ? "--sched" : "--yield";
 	args[n++] = host ? "host" : c->policy;
 	/* Only where given: a default cell's command line stays what it was. */
@@ -246,15 +270,8 @@ unsigned bench_run_args(const struct bench_opts *o, const struct bench_cell *c, 
 		args[n++] = "--wake-slice-us";
 		args[n++] = NUM("%u", c->wake_slice_us);
 	}
-	/* The PV shootdown is a policy of its own in the gang experiment. */
-	args[n++] = "--pv-shootdown";
-	args[n++] = !strcmp(c->policy, "pv") ? "on" : "off";
 #undef NUM
-	if ((int)c->id == o->test_fail_cell) {
-		args[n++] = "--lock";
-		args[n++] = "no-such-lock";
-	}
-	args[n] = NULL;
+	*bp = b;
 	return n;
 }
 
@@ -325,6 +342,10 @@ void bench_run_cell(const struct bench_opts *o, const struct bench_cell *c, cons
 	}
 	if (c->kind == BENCH_NATIVE) {
 		run_native(o, c, out);
+		return;
+	}
+	if (bench_linux_workload(c->workload)) {
+		bench_linux_run(o, c, tmpdir, out);
 		return;
 	}
 	if (c->mode != BENCH_MODE_PROCESS) {

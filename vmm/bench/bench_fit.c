@@ -76,7 +76,8 @@ double bench_fit_slice_for(const struct bench_fit *f, double share)
 /* The cells a fit may use: co-scheduler cells above 1x. */
 static bool fittable(const struct bench_cell *c)
 {
-	return c->kind == BENCH_VM && strcmp(c->policy, BENCH_POLICY_HOST) && c->overcommit > 1;
+	return c->kind == BENCH_VM && strcmp(c->policy, BENCH_POLICY_HOST) && c->overcommit > 1 &&
+	       !bench_linux_workload(c->workload);
 }
 
 /* The same cell but for its slice. */

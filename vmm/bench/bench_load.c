@@ -320,6 +320,32 @@ int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char
 			return r;
 		argv[argc - 1] = dvals[i];
 	}
+	/* Linux workloads: what they booted, as the run that wrote the file was told */
+	static const char *const paths[][2] = { { "kernel", "--kernel" }, { "initrd", "--initrd" }, { "qemu", "--qemu" } };
+	char pvals[3][4096];
+	for (unsigned i = 0; i < 3 && json_object_get(cfg, "kernel"); i++) {
+		char field[32];
+		snprintf(field, sizeof(field), "config.%s", paths[i][0]);
+		if ((r = get_str(&x, cfg, paths[i][0], field, pvals[i], sizeof(pvals[i]))))
+			return r;
+		argv[argc++] = paths[i][1];
+		argv[argc++] = pvals[i];
+	}
+	static const char *const lnums[][3] = { { "linux_size", "--linux-size", "" },
+						{ "linux_threads", "--linux-threads", "" },
+						{ "linux_timeout_s", "--linux-timeout", "s" } };
+	char lvals[3][32];
+	for (unsigned i = 0; i < 3 && json_object_get(cfg, "kernel"); i++) {
+		char field[32];
+		snprintf(field, sizeof(field), "config.%s", lnums[i][0]);
+		if ((r = get_uint(&x, cfg, lnums[i][0], field, UINT32_MAX, &v)))
+			return r;
+		if (!v)
+			continue; /* linux_size 0: the workload's own */
+		snprintf(lvals[i], sizeof(lvals[i]), "%llu%s", (unsigned long long)v, lnums[i][2]);
+		argv[argc++] = lnums[i][1];
+		argv[argc++] = lvals[i];
+	}
 	if ((r = get_bool(&x, cfg, "native", "config.native", &b)))
 		return r;
 	if (!b)

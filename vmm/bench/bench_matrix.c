@@ -3,9 +3,11 @@
  * gets what its headline figure needs, so no comparison ever mixes runs
  * from different invocations: the --sched host baseline, the 1x reference
  * (one VM of M vCPUs on M slots) of every policy, and the native-threads
- * bound. Dimensions that cannot matter are collapsed rather than measured
- * twice: the spin threshold for locks that never wait, the lock for
- * workloads that take none.
+ * bound, and for a Linux workload QEMU -accel kvm where asked (policy qemu).
+ * Dimensions that cannot matter are collapsed rather than measured twice:
+ * the spin threshold for locks that never wait, the lock for workloads that
+ * take none, both for a Linux guest (it has its own locks and thresholds),
+ * and more VMs than one for a Linux guest (it runs alone).
  */
 #include <errno.h>
 #include <math.h>
@@ -16,6 +18,8 @@
 #include "vmm/bench/bench.h"
 #include "vmm/cli/parse.h"
 
+
+const char *const bench_kind_names[BENCH_KINDS] = { "vm", "native", "qemu" };
 
 static bool lock_waits(const char *lock)
 {
@@ -51,7 +55,7 @@ static int add(struct bench_matrix *m, const struct bench_cell *proto, bool auto
 	*c = *proto;
 	c->id = m->n;
 	c->auto_added = auto_added;
-	c->ref = c->native_ref = c->one_vm_ref = c->process_ref = c->host_procs_ref = -1;
+	c->ref = c->native_ref = c->one_vm_ref = c->process_ref = c->host_procs_ref = c->qemu_ref = -1;
 	c->overcommit = (double)(c->vms * c->vcpus) / c->pcpus;
 	return (int)m->n++;
 }
@@ -141,21 +145,25 @@ static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char
 	unsigned np = policies(o, pol);
 	for (unsigned w = 0; w < o->workloads.n; w++) {
 		const char *wl = o->workloads.v[w];
+		bool lx = bench_linux_workload(wl);
 		unsigned nlocks = strcmp(wl, "lockbench") ? 1 : o->locks.n;
 		for (unsigned l = 0; l < nlocks; l++) {
-			const char *lock = o->locks.v[l];
-			unsigned nthr = lock_waits(lock) || strcmp(wl, "lockbench") ? o->thresholds.n : 1;
+			const char *lock = lx ? "-" : o->locks.v[l];
+			unsigned nthr = lx ? 1 : lock_waits(lock) || strcmp(wl, "lockbench") ? o->thresholds.n : 1;
 			for (unsigned t = 0; t < nthr; t++)
 				for (unsigned p = 0; p < np; p++) {
-					/* --sched host has neither a slice, a deferral bound, guest-timed
-					 * nor wake-cut slices, and its loop runs with the vCPU threads
-					 * under auto and none */
-					bool host = !strcmp(pol[p], BENCH_POLICY_HOST);
+					bool qemu = !strcmp(pol[p], BENCH_POLICY_QEMU);
+					if (qemu && !lx)
+						continue; /* QEMU boots Linux, not the bundled guest */
+					/* --sched host (and QEMU) has neither a slice, a deferral bound,
+					 * guest-timed nor wake-cut slices, and its loop runs with the
+					 * vCPU threads under auto and none */
+					bool host = !strcmp(pol[p], BENCH_POLICY_HOST) || qemu;
 					unsigned ng = o->guest_slices.n, nd = o->defers.n, nl = o->loops.n;
 					unsigned nw = o->wake_slices.n;
 					for (unsigned sd = 0; sd < (host ? 1 : o->slices.n * nd * ng * nl * nw); sd++) {
 					struct bench_cell proto = {
-						.kind = BENCH_VM, .workload = wl, .lock = lock,
+						.kind = qemu ? BENCH_QEMU : BENCH_VM, .workload = wl, .lock = lock,
 						.policy = pol[p],
 						.spin_threshold = (uint32_t)o->thresholds.v[t],
 						.slice_us = host ? BENCH_SLICE_US_DEFAULT
@@ -177,7 +185,7 @@ static int add_vm_cells(const struct bench_opts *o, struct bench_matrix *m, char
 					if (ref < 0)
 						return parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
 					for (unsigned k = 0; k < o->vms.n; k++)
-						for (unsigned x = 0; x < o->overcommit.n; x++) {
+						for (unsigned x = 0; x < o->overcommit.n && !(lx && o->vms.v[k] != 1); x++) {
 							double v = o->overcommit.v[x] * o->pcpus;
 							proto.vms = (unsigned)o->vms.v[k];
 							proto.vcpus = (unsigned)llround(v);
@@ -231,7 +239,7 @@ static int add_native_cells(const struct bench_opts *o, struct bench_matrix *m)
 /* A cell at 1x: one VM, a vCPU per slot, so no vCPU ever waits for one. */
 static bool one_x(const struct bench_cell *c)
 {
-	return c->kind == BENCH_VM && c->vms == 1 && c->vcpus == c->pcpus &&
+	return c->kind != BENCH_NATIVE && c->vms == 1 && c->vcpus == c->pcpus &&
 	       c->mode == BENCH_MODE_PROCESS;
 }
 
@@ -251,15 +259,33 @@ static bool one_x(const struct bench_cell *c)
  * runs: a cell's efficiency says how its placement scales from its own 1x,
  * and the medians side by side say which placement is faster. The
  * --sched host cells are auto's, as they were before the dimension.
+ *
+ * QEMU is another VMM (its own devices, timers, exits): its cells pool only
+ * QEMU's 1x, so each VMM's efficiency says how it scales from its own 1x,
+ * and vs_qemu compares the two at the same overcommit.
  */
 static bool pools_with(const struct bench_matrix *m, const struct bench_cell *c, unsigned k)
 {
 	const struct bench_cell *p = &m->cells[k];
 	if (c->kind == BENCH_NATIVE)
 		return (int)k == c->ref;
-	return one_x(p) && p->pcpus == c->pcpus && !strcmp(p->workload, c->workload) &&
+	return one_x(p) && p->kind == c->kind && p->pcpus == c->pcpus && !strcmp(p->workload, c->workload) &&
 	       !strcmp(p->lock, c->lock) && p->spin_threshold == c->spin_threshold &&
 	       bench_loop_same(&p->loop, &c->loop);
+}
+
+/* A Linux workload's vmm cell and QEMU's with the same vCPUs on the same CPUs. */
+static void link_qemu(struct bench_matrix *m)
+{
+	for (unsigned i = 0; i < m->n; i++) {
+		struct bench_cell *c = &m->cells[i];
+		for (unsigned k = 0; c->kind == BENCH_VM && k < m->n; k++) {
+			const struct bench_cell *q = &m->cells[k];
+			if (q->kind == BENCH_QEMU && !strcmp(q->workload, c->workload) && q->vcpus == c->vcpus &&
+			    q->pcpus == c->pcpus && q->vms == c->vms)
+				c->qemu_ref = (int)k;
+		}
+	}
 }
 
 static int link_pools(struct bench_matrix *m)
@@ -291,6 +317,8 @@ int bench_matrix_build(const struct bench_opts *o, struct bench_matrix *m, char 
 		r = parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
 	if (!r && o->native && add_native_cells(o, m))
 		r = parse_fail(err, errlen, "the matrix has more than %d cells", BENCH_MAX_CELLS);
+	if (!r)
+		link_qemu(m);
 	if (!r && link_pools(m))
 		r = parse_fail(err, errlen, "out of memory for the matrix");
 	if (r) {

@@ -240,7 +240,7 @@ static void run_children(const struct bench_opts *o, const struct bench_cell *c,
 		for (unsigned i = 0; i < 6; i++)
 			argv[n++] = tail[i];
 		snprintf(errpath, sizeof(errpath), "%s/cell%u-vm%u.stderr", tmpdir, c->id, k);
-		pids[k] = bench_exec_spawn(o->exe, argv, errpath);
+		pids[k] = bench_exec_spawn(o->exe, argv, NULL, errpath);
 	}
 	out->exit_code = 0;
 	for (unsigned k = 0; k < c->vms; k++) {

@@ -308,9 +308,11 @@ void bench_report_table(FILE *out, const struct bench_opts *o, const struct benc
 		mc->kvm);
 	cells_table(out, m);
 	multi_vm_table(out, m);
+	bench_report_linux(out, m);
 	fprintf(out, "\novercommit efficiency = median ops/s at N vCPUs on %u slots / pooled 1x = median of "
 		"every policy's runs at %u vCPUs on %u slots (same workload, lock, threshold: at 1x they "
-		"run alike; host = --sched host, native = host threads, no VM, against its own bound)\n",
+		"run alike; host = --sched host, native = host threads, no VM, against its own bound; "
+		"qemu = QEMU -accel kvm, against its own 1x)\n",
 		o->pcpus, o->pcpus, o->pcpus);
 	if (o->loops.n > 1 || o->loops.v[0].kind != BENCH_LOOP_AUTO)
 		fprintf(out, "each --loop-cpu placement pools only its own 1x runs (the host's are auto's): "
@@ -382,11 +384,11 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 	for (int k = 0; k < BENCH_RATES; k++)
 		fprintf(f, ",%s", bench_rate_names[k]);
 	/* New columns go at the end: loop_cpu as asked, loop_cpu_ran as the runs' loops ran (bench.h) */
-	fputs(",guest_slice,loop_cpu,loop_cpu_ran,wake_slice_us\n", f);
+	fputs(",guest_slice,loop_cpu,loop_cpu_ran,wake_slice_us,qemu_ref_id,vs_qemu,vs_qemu_lo,vs_qemu_hi\n", f);
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
 		fprintf(f, "%u,%s,%s,%s,%s,%u,%u,%u,%u,%u,%g,%d,%u,%u", c->id,
-			c->kind == BENCH_VM ? "vm" : "native", c->workload, c->lock, c->policy,
+			bench_kind_names[c->kind], c->workload, c->lock, c->policy,
 			c->spin_threshold, c->vms, c->vcpus, c->vms * c->vcpus, c->pcpus, c->overcommit,
 			c->auto_added, c->nruns, c->nok);
 		bench_csv_num(f, c->median);
@@ -424,7 +426,11 @@ int bench_report_csv(const char *dir, const struct bench_matrix *m, const struct
 			bench_csv_num(f, c->rate[k]);
 		fprintf(f, ",%s,%s", c->guest_slice_off ? "off" : "on", bench_loop_name(&c->loop, b, sizeof(b)));
 		bench_csv_num(f, c->sched_median[BENCH_SCHED_LOOP_CPU]);
-		fprintf(f, ",%u\n", c->wake_slice_us);
+		fprintf(f, ",%u,%d", c->wake_slice_us, c->qemu_ref);
+		bench_csv_num(f, c->vs_qemu);
+		bench_csv_num(f, c->vs_qemu_lo);
+		bench_csv_num(f, c->vs_qemu_hi);
+		fputc('\n', f);
 	}
 	int r = fclose(f) ? -errno : 0;
 	if (r || !(f = open_in(dir, "runs.csv", path, sizeof(path))))

@@ -134,7 +134,7 @@ static json_t *cell_json(const struct bench_cell *c)
 {
 	json_t *o = json_object();
 	put(o, "id", uint_(c->id));
-	put(o, "kind", json_string(c->kind == BENCH_VM ? "vm" : "native"));
+	put(o, "kind", json_string(bench_kind_names[c->kind]));
 	put(o, "workload", json_string(c->workload));
 	put(o, "lock", json_string(c->lock));
 	put(o, "policy", json_string(c->policy));
@@ -174,6 +174,10 @@ static json_t *cell_json(const struct bench_cell *c)
 	put(o, "ref_ids", ids);
 	put(o, "of_native", bench_json_number(c->of_native));
 	put(o, "mode", json_string(bench_mode_names[c->mode]));
+	put(o, "qemu_ref_id", json_integer(c->qemu_ref));
+	put(o, "vs_qemu", bench_json_number(c->vs_qemu));
+	put(o, "vs_qemu_lo", bench_json_number(c->vs_qemu_lo));
+	put(o, "vs_qemu_hi", bench_json_number(c->vs_qemu_hi));
 	if (c->kind == BENCH_VM && c->vms > 1)
 		multi_vm(o, c);
 	json_t *st = sched_json(c->sched_median);
@@ -225,6 +229,15 @@ static json_t *config_json(const struct bench_opts *o, unsigned learned)
 	put(j, "vm_modes", modes);
 	put(j, "start_margin_ms", uint_(o->start_margin_ms));
 	put(j, "start_margin_learned_ms", uint_(learned));
+	/* Linux workloads: what both VMMs booted (only when given) */
+	if (o->kernel || o->initrd) {
+		put(j, "kernel", json_string(o->kernel ? o->kernel : ""));
+		put(j, "initrd", json_string(o->initrd ? o->initrd : ""));
+		put(j, "qemu", json_string(o->qemu ? o->qemu : ""));
+		put(j, "linux_size", uint_(o->linux_size));
+		put(j, "linux_threads", uint_(o->linux_threads));
+		put(j, "linux_timeout_s", uint_(o->linux_timeout_s));
+	}
 	/* Only when set: they change what cells measure, so the fingerprint has them. */
 	if (o->test_fail_cell >= 0)
 		put(j, "test_fail_cell", json_integer(o->test_fail_cell));

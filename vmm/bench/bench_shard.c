@@ -142,7 +142,7 @@ int bench_cells_parse(const char *list, unsigned ncells, bool *sel, bool *micro,
 
 void bench_cell_key(const struct bench_cell *c, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s:%s:%s:%s:%s:%ux%u:p%u:t%u", c->kind == BENCH_VM ? "vm" : "native",
+	int n = snprintf(buf, len, "%s:%s:%s:%s:%s:%ux%u:p%u:t%u", bench_kind_names[c->kind],
 			 c->workload, c->lock, c->policy, bench_mode_names[c->mode], c->vms, c->vcpus,
 			 c->pcpus, c->spin_threshold);
 	/* Only when not vmm run's default, so the keys from before these were
@@ -191,6 +191,13 @@ void bench_fingerprint(const struct bench_opts *o, const struct bench_matrix *m,
 		 o->work_cycles, o->native, o->micro, o->start_margin_ms, o->test_fail_cell,
 		 o->test_synthetic);
 	h = fnv_str(h, line);
+	/* Linux workloads: what they boot and how much work they do (only when
+	 * set, so the fingerprints of matrices without them still hold) */
+	if (o->kernel || o->initrd) {
+		snprintf(line, sizeof(line), "kernel=%s initrd=%s qemu=%s size=%u threads=%u", o->kernel ? o->kernel : "",
+			 o->initrd ? o->initrd : "", o->qemu ? o->qemu : "", o->linux_size, o->linux_threads);
+		h = fnv_str(h, line);
+	}
 	for (unsigned i = 0; i < m->n; i++) {
 		bench_cell_key(&m->cells[i], line, sizeof(line));
 		h = fnv_str(h, line);

@@ -184,6 +184,16 @@ void bench_stats_cell(struct bench_cell *c)
 	sched_medians(c);
 }
 
+/* The ok runs of a cell, into v (BENCH_MAX_REPS); their count. */
+static unsigned ok_runs(const struct bench_cell *c, double *v)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < c->nruns; i++)
+		if (c->runs[i].ok)
+			v[n++] = c->runs[i].ops_per_s;
+	return n;
+}
+
 /* median of c / median of cell i, when both ran */
 static double vs(const struct bench_matrix *m, const struct bench_cell *c, int i)
 {
@@ -213,11 +223,22 @@ static void pooled_eff(const struct bench_matrix *m, struct bench_cell *c)
 		return;
 	}
 	c->eff = bench_ratio(c->median, c->pooled_1x);
-	for (unsigned i = 0; i < c->nruns; i++)
-		if (c->runs[i].ok)
-			ok[nok++] = c->runs[i].ops_per_s;
+	nok = ok_runs(c, ok);
 	bench_ratio_ci(ok, nok, pool, np, c->id, &c->eff_lo, &c->eff_hi);
 	free(pool);
+}
+
+/* A Linux workload under vmm against QEMU+KVM at the same vCPUs and CPUs,
+ * with a bootstrap interval of the ratio of medians. */
+static void vs_qemu(const struct bench_matrix *m, struct bench_cell *c)
+{
+	c->vs_qemu = vs(m, c, c->qemu_ref);
+	c->vs_qemu_lo = c->vs_qemu_hi = NAN;
+	if (!isfinite(c->vs_qemu))
+		return;
+	double a[BENCH_MAX_REPS], b[BENCH_MAX_REPS];
+	unsigned na = ok_runs(c, a), nb = ok_runs(&m->cells[c->qemu_ref], b);
+	bench_ratio_ci(a, na, b, nb, c->id, &c->vs_qemu_lo, &c->vs_qemu_hi);
 }
 
 bool bench_stats_matrix(struct bench_matrix *m)
@@ -235,6 +256,7 @@ bool bench_stats_matrix(struct bench_matrix *m)
 		c->vs_one_vm = vs(m, c, c->one_vm_ref);
 		c->vs_process = vs(m, c, c->process_ref);
 		c->vs_host_procs = vs(m, c, c->host_procs_ref);
+		vs_qemu(m, c);
 	}
 	return any_failed;
 }

@@ -22,10 +22,9 @@ int linux_pv_counts_start(struct run *r)
 		return -ENOMEM;
 	for (unsigned g = 0; g < r->nvcpus; g++)
 		r->pv[g].kick_fd = -1;
-	if (!(lx->cpuid.kvm_features & (1u << KVM_FEATURE_PV_UNHALT))) {
-		snprintf(r->pv_count_note, sizeof(r->pv_count_note), "PV_UNHALT not offered: the guest cannot kick");
-		return 0;
-	}
+	/* counted also where PV_UNHALT is not offered: 0 kicks is then a measurement */
+	if (!(lx->cpuid.kvm_features & (1u << KVM_FEATURE_PV_UNHALT)))
+		snprintf(r->pv_count_note, sizeof(r->pv_count_note), "PV_UNHALT not offered");
 	for (unsigned g = 0; g < r->nvcpus; g++) {
 		unsigned i;
 		const struct vm *vm = run_vm_of(r, g, &i);
@@ -33,7 +32,8 @@ int linux_pv_counts_start(struct run *r)
 		int fd = tid > 0 ? hypercall_counter_open(tid, KVM_HC_KICK_CPU) : tid;
 		if (fd < 0) {
 			snprintf(r->pv_count_note, sizeof(r->pv_count_note),
-				 "kicks not counted: kvm:kvm_hypercall on vCPU %u: %s", g, strerror(-fd));
+				 "kicks not counted: kvm:kvm_hypercall on vCPU %u: %s%s", g, strerror(-fd),
+				 (lx->cpuid.kvm_features & (1u << KVM_FEATURE_PV_UNHALT)) ? "" : " (PV_UNHALT not offered)");
 			for (unsigned k = 0; k < g; k++) {
 				close(r->pv[k].kick_fd);
 				r->pv[k].kick_fd = -1;

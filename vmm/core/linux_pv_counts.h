@@ -23,8 +23,9 @@ struct linux_pv_vcpu {
 };
 
 /* Once the vCPU threads run, before the loop's seccomp filter: opens the
- * kick counters where the guest was offered PV_UNHALT (why it is not
- * counted goes to r->pv_count_note). Linux guests only; 0 or -ENOMEM. */
+ * kick counters, also where PV_UNHALT was not offered (r->pv_count_note
+ * says so, and why kicks are not counted where they cannot be). Linux
+ * guests only; 0 or -ENOMEM. */
 int linux_pv_counts_start(struct run *r);
 /* The counters' fds, for the loop's filter (read); returns how many were put in fds (room: nvcpus). */
 unsigned linux_pv_counts_fds(const struct run *r, int *fds);

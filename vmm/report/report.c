@@ -196,7 +196,8 @@ static void print_linux_pv(FILE *out, const struct run *r)
 	}
 	fprintf(out, "pv locks   ");
 	if (counted)
-		fprintf(out, "%llu kicks sent (KVM_HC_KICK_CPU)", (unsigned long long)kicks);
+		fprintf(out, "%llu kicks sent (KVM_HC_KICK_CPU%s%s)", (unsigned long long)kicks,
+			r->pv_count_note[0] ? "; " : "", r->pv_count_note);
 	else
 		fprintf(out, "%s", r->pv_count_note[0] ? r->pv_count_note : "kicks not counted");
 	if (stats)
