@@ -311,6 +311,32 @@ def test_linux_halted_vcpus_give_their_slots_back():
     assert on.report["config"]["workload"] == "linux", on.report["config"]
 
 
+# In the nested KVM a Linux guest is reset by a triple fault now and then,
+# under vmm as under QEMU: about 1 boot in 20 of 4 vCPUs on 2 CPUs, and
+# QEMU's own boots as often when its vCPU threads change CPUs as vmm's
+# co-scheduler moves them (tests/linux/boot_rates.py --migrate;
+# docs/nested-kvm.md). The emulated SVM's fault, not the guest's nor ours:
+# there, such a boot is run again, at most this many times, and said.
+NESTED_FAULT_RETRIES = 2
+
+
+def nested_triple_fault(rc, stderr):
+    return bool(harness.nested()) and rc == 3 and "shutdown (triple fault)" in stderr
+
+
+def retry_nested_faults(boot, what):
+    """boot() returns a Run, or boot_until's (stdout, stderr, rc, ...); it
+    runs again while it ended in the nested KVM's triple fault."""
+    for attempt in range(NESTED_FAULT_RETRIES + 1):
+        res = boot()
+        rc, err = (res.rc, res.stderr) if isinstance(res, harness.Run) else (res[2], res[1])
+        if not nested_triple_fault(rc, err) or attempt == NESTED_FAULT_RETRIES:
+            return res
+        line = next((ln.strip() for ln in err.splitlines() if "triple fault" in ln), "")
+        print(f"    {what}: the nested KVM reset the guest ({line}); booting again "
+              f"({attempt + 1} of {NESTED_FAULT_RETRIES})")
+
+
 def boot_until(args, markers, bound_s):
     """Starts vmm run ARGS, reads the console until every marker was seen (or
     the bound), then SIGTERMs it. Returns (stdout, stderr, rc, seconds, seen)."""
@@ -380,9 +406,9 @@ def test_linux_boots_to_init_and_finds_its_disk_through_acpi():
         disk = os.path.join(d, "disk.img")
         with open(disk, "wb") as f:
             f.truncate(16 << 20)
-        out, err, rc, secs, seen = boot_until(
+        out, err, rc, secs, seen = retry_nested_faults(lambda: boot_until(
             ["-k", vmlinuz, "-i", initrd, "-p", cmdline, "-c", "2", "-m", "512M", "-d", disk, "--json",
-             os.path.join(d, "r.json")], markers, BOOT_BOUND_S)
+             os.path.join(d, "r.json")], markers, BOOT_BOUND_S), "boot to /init")
         timing = ", ".join(f"{m.split(':')[0].split(' [')[0][:24]!r} at {t:.0f}s" for m, t in seen.items())
         print(f"    linux console: {timing}; stopped after {secs:.0f}s, exit {rc}")
         missing = [m for m in markers if m not in seen]
@@ -427,11 +453,13 @@ def test_linux_boot_to_shell_and_poweroff():
             f.write(first)
             f.truncate(8 << 20)
         # stdin is not the runner's terminal: the guest console must not take it over
-        p = subprocess.run([harness.vmm_path(), "run", "-k", vmlinuz, "-i", initrd, "-p",
-                            FULL_BOOT_CMDLINE, "-c", "2", "-m", "512M", "-d", disk,
-                            "--timeout", "300s", "--json", os.path.join(d, "r.json")],
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=360)
-        r = harness.Run(p.returncode, p.stdout, p.stderr, None)
+        def full_boot():
+            p = subprocess.run([harness.vmm_path(), "run", "-k", vmlinuz, "-i", initrd, "-p",
+                                FULL_BOOT_CMDLINE, "-c", "2", "-m", "512M", "-d", disk,
+                                "--timeout", "300s", "--json", os.path.join(d, "r.json")],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=360)
+            return harness.Run(p.returncode, p.stdout, p.stderr, None)
+        r = retry_nested_faults(full_boot, "full boot")
         with open(os.path.join(d, "r.json")) as f:
             lx = json.load(f)["config"]["linux"]
         assert "pv_unhalt" in lx["kvm_pv_note"] and lx["vmcall_probe"] in (0, 1), lx
@@ -449,9 +477,9 @@ def test_linux_boot_to_shell_and_poweroff():
 
 def _user_space_boot(vmlinuz, initrd, *args, params="console=ttyS0 reboot=k", timeout_s=300):
     """vmm run -k ... ARGS to its power-off; returns the Run (report parsed)."""
-    r = harness.vmm("-k", vmlinuz, "-i", initrd, "-p", params, "-m", "512M", "--timeout", f"{timeout_s}s", *args,
-                    timeout=timeout_s + 60)
-    return r
+    return retry_nested_faults(lambda: harness.vmm("-k", vmlinuz, "-i", initrd, "-p", params, "-m", "512M",
+                                                   "--timeout", f"{timeout_s}s", *args, timeout=timeout_s + 60),
+                               " ".join(args))
 
 
 # Every scheduling shape a user runs a Linux guest in: (label, vmm run options, vCPUs)

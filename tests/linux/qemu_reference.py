@@ -19,10 +19,11 @@ class Boot:
         return " | ".join(lines[-n:]) or "(nothing on the console)"
 
 
-def boot(vmlinuz, initrd, cmdline, disk, until, bound_s, stall_s=None, cpus=2, mem="512M"):
+def boot(vmlinuz, initrd, cmdline, disk, until, bound_s, stall_s=None, cpus=2, mem="512M", started=None):
     """Boots under QEMU with KVM until the console shows UNTIL, QEMU exits,
     BOUND_S passes, or (with STALL_S) the console has been quiet that long.
-    Returns a Boot (reached: UNTIL was seen)."""
+    Returns a Boot (reached: UNTIL was seen). started(pid) is called once
+    QEMU runs."""
     if not shutil.which("qemu-system-x86_64"):
         raise FileNotFoundError("qemu-system-x86_64 (Debian package qemu-system-x86) is not installed")
     cmd = ["qemu-system-x86_64", "-accel", "kvm", "-cpu", "host", "-smp", str(cpus), "-m", mem,
@@ -32,6 +33,8 @@ def boot(vmlinuz, initrd, cmdline, disk, until, bound_s, stall_s=None, cpus=2, m
         cmd += ["-drive", f"file={disk},if=virtio,format=raw"]
     t0 = time.time()
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if started:
+        started(p.pid)
     os.set_blocking(p.stdout.fileno(), False)
     out = b""
     last = time.time()

@@ -393,6 +393,15 @@ extern const char *const bench_linux_workloads[]; /* NULL-terminated */
 int bench_linux_result(const char *console, double *ops_per_s, double *steal_ms, char *why, size_t len);
 void bench_linux_run(const struct bench_opts *o, const struct bench_cell *c, const char *tmpdir,
 		     struct bench_run *out);
+/* The command line of one Linux run: vmm run's (stdout is the console, the
+ * report goes to json) or QEMU's (serial to console); the strings live in s. */
+#define BENCH_LINUX_ARGS 48
+struct bench_linux_strs {
+	char cmdline[512], serial[4200];
+	char num[16][32];
+};
+unsigned bench_linux_argv(const struct bench_opts *o, const struct bench_cell *c, const char *console,
+			  const char *json, const char **argv, struct bench_linux_strs *s);
 /* The co-scheduler's options of cell c (--sched host, or --yield and every
  * dimension not at its default) appended at args[n]; returns the new count.
  * Numbers go to buf[*b], which advances. */

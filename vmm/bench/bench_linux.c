@@ -27,7 +27,6 @@
 #include "vmm/bench/bench.h"
 
 #define LINUX_MEM "1024M"
-#define ARGS_MAX 48
 
 const char *const bench_linux_workloads[] = { "hackbench", "sysbench-threads", "sysbench-mutex", "kbuild", NULL };
 
@@ -176,42 +175,53 @@ static double seconds_since(const struct timespec *t0)
 	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+unsigned bench_linux_argv(const struct bench_opts *o, const struct bench_cell *c, const char *console,
+			  const char *json, const char **argv, struct bench_linux_strs *s)
+{
+	unsigned n, b = 0, timeout = bench_cell_timeout_ms(c, o);
+	cmdline(o, c, s->cmdline, sizeof(s->cmdline));
+	snprintf(s->num[b++], sizeof(s->num[0]), "%u", c->vcpus);
+	const char *vcpus = s->num[0];
+	if (c->kind == BENCH_QEMU) {
+		snprintf(s->serial, sizeof(s->serial), "file:%s", console);
+		const char *a[] = { o->qemu, "-accel", "kvm", "-cpu", "host", "-smp", vcpus, "-m", LINUX_MEM,
+				    "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-serial",
+				    s->serial, "-kernel", o->kernel, "-initrd", o->initrd, "-append", s->cmdline, NULL };
+		memcpy(argv, a, sizeof(a));
+		return sizeof(a) / sizeof(a[0]) - 1;
+	}
+	snprintf(s->num[b], sizeof(s->num[b]), "%us", timeout / 1000 > 5 ? timeout / 1000 - 5 : 1);
+	const char *tmo = s->num[b++];
+	const char *a[] = { o->exe, "run", "-k", o->kernel, "-i", o->initrd, "-p", s->cmdline, "-c", vcpus,
+			    "-m", LINUX_MEM, "--timeout", tmo, "--json", json, "--pcpus" };
+	memcpy(argv, a, sizeof(a));
+	n = sizeof(a) / sizeof(a[0]);
+	snprintf(s->num[b], sizeof(s->num[b]), "%u", c->pcpus);
+	argv[n++] = s->num[b++];
+	n = bench_sched_args(c, argv, n, s->num, &b);
+	argv[n] = NULL;
+	return n;
+}
+
 void bench_linux_run(const struct bench_opts *o, const struct bench_cell *c, const char *tmpdir,
 		     struct bench_run *out)
 {
-	char cmd[512], console[4096], errpath[4096], json[4096], buf[16][32];
-	const char *argv[ARGS_MAX];
-	unsigned n = 0, b = 0, timeout = bench_cell_timeout_ms(c, o);
-	cmdline(o, c, cmd, sizeof(cmd));
+	char console[4096], errpath[4096], json[4096];
+	struct bench_linux_strs s;
+	const char *argv[BENCH_LINUX_ARGS];
+	unsigned timeout = bench_cell_timeout_ms(c, o);
 	snprintf(console, sizeof(console), "%s/cell%u.console", tmpdir, c->id);
 	snprintf(errpath, sizeof(errpath), "%s/cell%u.stderr", tmpdir, c->id);
 	snprintf(json, sizeof(json), "%s/cell%u.json", tmpdir, c->id);
-	snprintf(buf[b++], sizeof(buf[0]), "%u", c->vcpus);
-	const char *vcpus = buf[0];
+	bench_linux_argv(o, c, console, json, argv, &s);
 	int pid;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (c->kind == BENCH_QEMU) {
 		cpu_set_t cpus;
-		char serial[4200];
-		snprintf(serial, sizeof(serial), "file:%s", console);
-		const char *a[] = { o->qemu, "-accel", "kvm", "-cpu", "host", "-smp", vcpus, "-m", LINUX_MEM,
-				    "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-serial",
-				    serial, "-kernel", o->kernel, "-initrd", o->initrd, "-append", cmd, NULL };
-		memcpy(argv, a, sizeof(a));
 		int r = first_cpus(c->pcpus, &cpus);
 		pid = r ? r : spawn_qemu(argv, &cpus, errpath);
 	} else {
-		char tmo[32];
-		snprintf(tmo, sizeof(tmo), "%us", timeout / 1000 > 5 ? timeout / 1000 - 5 : 1);
-		const char *a[] = { o->exe, "run", "-k", o->kernel, "-i", o->initrd, "-p", cmd, "-c", vcpus,
-				    "-m", LINUX_MEM, "--timeout", tmo, "--json", json, "--pcpus" };
-		memcpy(argv, a, sizeof(a));
-		n = sizeof(a) / sizeof(a[0]);
-		snprintf(buf[b], sizeof(buf[b]), "%u", c->pcpus);
-		argv[n++] = buf[b++];
-		n = bench_sched_args(c, argv, n, buf, &b);
-		argv[n] = NULL;
 		unlink(json);
 		pid = bench_exec_spawn(o->exe, argv, console, errpath);
 	}
