@@ -317,7 +317,7 @@ def test_linux_halted_vcpus_give_their_slots_back():
 # co-scheduler moves them (tests/linux/boot_rates.py --migrate;
 # docs/nested-kvm.md). The emulated SVM's fault, not the guest's nor ours:
 # there, such a boot is run again, at most this many times, and said.
-NESTED_FAULT_RETRIES = 2
+NESTED_FAULT_RETRIES = 4
 
 
 def nested_triple_fault(rc, stderr):
@@ -475,7 +475,7 @@ def test_linux_boot_to_shell_and_poweroff():
         assert img[: 1 << 20] == first and img[1 << 20: 2 << 20] == pattern
 
 
-def _user_space_boot(vmlinuz, initrd, *args, params="console=ttyS0 reboot=k", timeout_s=300):
+def _user_space_boot(vmlinuz, initrd, *args, params="console=ttyS0 reboot=k", timeout_s=150):
     """vmm run -k ... ARGS to its power-off; returns the Run (report parsed)."""
     return retry_nested_faults(lambda: harness.vmm("-k", vmlinuz, "-i", initrd, "-p", params, "-m", "512M",
                                                    "--timeout", f"{timeout_s}s", *args, timeout=timeout_s + 60),
