@@ -484,6 +484,8 @@ int bench_report_json(const char *path, const struct bench_opts *o, const struct
 void bench_report_derived(FILE *out, const struct bench_matrix *m);
 int bench_derived_csv(const char *dir, const struct bench_matrix *m);
 void bench_derived_json(struct json_t *root, const struct bench_matrix *m);
+/* v with printf format f, or "-" when unknown (NaN). */
+const char *bench_fmt(double v, const char *f, char *buf, size_t len);
 /* Linux workloads beside QEMU+KVM (bench_report_linux.c): after the main
  * table, when the matrix has any. */
 void bench_report_linux(FILE *out, const struct bench_matrix *m);

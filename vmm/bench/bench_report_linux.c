@@ -4,19 +4,9 @@
  * both timed by the guest itself. vs qemu above 1 means the guest did its
  * fixed work faster under vmm than under the stock VMM on the same CPUs.
  */
-#include <math.h>
 #include <stdio.h>
 
 #include "vmm/bench/bench.h"
-
-static const char *num(double v, const char *fmt, char *buf, size_t len)
-{
-	if (isfinite(v))
-		snprintf(buf, len, fmt, v);
-	else
-		snprintf(buf, len, "-");
-	return buf;
-}
 
 static bool linux_vm(const struct bench_cell *c)
 {
@@ -41,13 +31,13 @@ void bench_report_linux(FILE *out, const struct bench_matrix *m)
 		if (!linux_vm(c))
 			continue;
 		const struct bench_cell *qc = c->qemu_ref >= 0 ? &m->cells[c->qemu_ref] : NULL;
-		snprintf(ci, sizeof(ci), "%s..%s", num(c->vs_qemu_lo, "%.3f", lo, sizeof(lo)),
-			 num(c->vs_qemu_hi, "%.3f", hi, sizeof(hi)));
+		snprintf(ci, sizeof(ci), "%s..%s", bench_fmt(c->vs_qemu_lo, "%.3f", lo, sizeof(lo)),
+			 bench_fmt(c->vs_qemu_hi, "%.3f", hi, sizeof(hi)));
 		fprintf(out, "%-4u %-16s %-*s %5u %4gx %10s %6s %10s %6s %7s %-13s %s\n", c->id, c->workload, lw,
 			bench_cell_label(c, pl, sizeof(pl)), c->vcpus, c->overcommit,
-			num(c->median, "%.4g", med, sizeof(med)), num(c->eff, "%.3f", eff, sizeof(eff)),
-			qc ? num(qc->median, "%.4g", q, sizeof(q)) : "-", qc ? num(qc->eff, "%.3f", qe, sizeof(qe)) : "-",
-			num(c->vs_qemu, "%.3f", vs, sizeof(vs)), ci,
+			bench_fmt(c->median, "%.4g", med, sizeof(med)), bench_fmt(c->eff, "%.3f", eff, sizeof(eff)),
+			qc ? bench_fmt(qc->median, "%.4g", q, sizeof(q)) : "-", qc ? bench_fmt(qc->eff, "%.3f", qe, sizeof(qe)) : "-",
+			bench_fmt(c->vs_qemu, "%.3f", vs, sizeof(vs)), ci,
 			c->failed ? "FAILED" : qc && qc->failed ? "qemu FAILED" : qc ? "ok" : "no qemu cell");
 	}
 	fprintf(out, "eff = against the same VMM's pooled 1x (vmm's every policy, QEMU's own); vs qemu = median / "

@@ -15,7 +15,7 @@
 
 #include "vmm/bench/bench.h"
 
-static const char *fmt(double v, const char *f, char *buf, size_t len)
+const char *bench_fmt(double v, const char *f, char *buf, size_t len)
 {
 	if (isfinite(v))
 		snprintf(buf, len, f, v);
@@ -50,16 +50,16 @@ static void fit_table(FILE *out, const struct bench_matrix *m, const struct benc
 		if (f[i].slice_1pct_us == 0)
 			snprintf(slice, sizeof(slice), "any");
 		else
-			fmt(f[i].slice_1pct_us / 1000, "%.2fms", slice, sizeof(slice));
+			bench_fmt(f[i].slice_1pct_us / 1000, "%.2fms", slice, sizeof(slice));
 		fprintf(out, "%-10s %-9s %6s %-8s %-7s %3u %4gx %4uus %-3s %-4s %4uus %-22s %7s %8s %6s %9s %9s %10s\n",
 			c->workload, c->lock, thr_of(c, b[0], sizeof(b[0])), c->policy,
 			bench_mode_names[c->mode], c->vms, c->overcommit, c->defer_us,
 			c->guest_slice_off ? "off" : "on", bench_loop_name(&c->loop, b[6], sizeof(b[6])),
 			c->wake_slice_us, sl,
-			fmt(f[i].fit.a, "%.4f", b[1], 32), fmt(f[i].fit.c_us, "%.1f", b[2], 32),
-			fmt(f[i].fit.r2, "%.3f", b[3], 32), slice,
-			fmt(f[i].swept_1pct_us / 1000, "%gms", b[4], 32),
-			fmt(f[i].wait_bound_us / 1000, "%.1fms", b[5], 32));
+			bench_fmt(f[i].fit.a, "%.4f", b[1], 32), bench_fmt(f[i].fit.c_us, "%.1f", b[2], 32),
+			bench_fmt(f[i].fit.r2, "%.3f", b[3], 32), slice,
+			bench_fmt(f[i].swept_1pct_us / 1000, "%gms", b[4], 32),
+			bench_fmt(f[i].wait_bound_us / 1000, "%.1fms", b[5], 32));
 	}
 	fprintf(out, "1%% slice = C / 0.01, the shortest slice whose switch term is at most 1 %%; of "
 		"sweep = the shortest swept slice at or above it; wait bound = (vCPUs per slot - 1) x "
@@ -82,14 +82,14 @@ static void loss_table(FILE *out, const struct bench_matrix *m)
 		if (bench_loss_cell(m, c, &l))
 			continue;
 		fprintf(out, "%-4u %-10s %-9s %-*s %4gx %6s %6s %6s %6s %7s %7s %7s %9s %8s %9s %9s %9s %7s %5s %7s\n",
-			c->id, c->workload, c->lock, lw, bench_cell_label(c, pol, sizeof(pol)), c->overcommit, fmt(l.eff, "%.3f", b[0], 32),
-			fmt(l.share, "%.3f", b[1], 32), fmt(l.share_1x, "%.3f", b[2], 32),
-			fmt(l.share_ratio, "%.3f", b[3], 32), fmt(l.ops_ratio, "%.3f", b[4], 32),
-			fmt(l.pts_slot * 100, "%.1f", b[5], 32), fmt(l.pts_ops * 100, "%.1f", b[6], 32),
-			fmt(l.switches_per_s, "%.0f", b[7], 32), fmt(l.lost_us_per_switch, "%.1f", b[8], 32),
-			fmt(l.loop_wakeups_per_s, "%.0f", b[9], 32), fmt(l.deferrals_per_s, "%.0f", b[10], 32),
-			fmt(l.guest_slice_yields_per_s, "%.0f", b[13], 32), fmt(l.wake_cuts_per_s, "%.0f", b[14], 32),
-			fmt(l.hard_share * 100, "%.0f%%", b[11], 32), fmt(l.spins_queued_kept, "%.0f", b[12], 32));
+			c->id, c->workload, c->lock, lw, bench_cell_label(c, pol, sizeof(pol)), c->overcommit, bench_fmt(l.eff, "%.3f", b[0], 32),
+			bench_fmt(l.share, "%.3f", b[1], 32), bench_fmt(l.share_1x, "%.3f", b[2], 32),
+			bench_fmt(l.share_ratio, "%.3f", b[3], 32), bench_fmt(l.ops_ratio, "%.3f", b[4], 32),
+			bench_fmt(l.pts_slot * 100, "%.1f", b[5], 32), bench_fmt(l.pts_ops * 100, "%.1f", b[6], 32),
+			bench_fmt(l.switches_per_s, "%.0f", b[7], 32), bench_fmt(l.lost_us_per_switch, "%.1f", b[8], 32),
+			bench_fmt(l.loop_wakeups_per_s, "%.0f", b[9], 32), bench_fmt(l.deferrals_per_s, "%.0f", b[10], 32),
+			bench_fmt(l.guest_slice_yields_per_s, "%.0f", b[13], 32), bench_fmt(l.wake_cuts_per_s, "%.0f", b[14], 32),
+			bench_fmt(l.hard_share * 100, "%.0f%%", b[11], 32), bench_fmt(l.spins_queued_kept, "%.0f", b[12], 32));
 	}
 	fprintf(out, "eff = ratio x ops/rs (ops per guest-running second / 1x's); the points lost, "
 		"100 x (1 - eff), = pts:slot (slot time not in the guest: switches, event loop, idle) + "

@@ -160,6 +160,32 @@ const char *ple_exit_filter(void)
 	return NULL;
 }
 
+int perf_tracepoint_open(pid_t tid, const char *tracepoint, const char *filter, unsigned wakeup_events)
+{
+	long id = ple_tracepoint_id(tracepoint);
+	if (id < 0)
+		return (int)id;
+	struct perf_event_attr attr;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_TRACEPOINT;
+	attr.config = (uint64_t)id;
+	if (wakeup_events) {
+		attr.sample_period = 1;
+		attr.sample_type = 0;
+		attr.wakeup_events = wakeup_events;
+	}
+	int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 int ple_watch_open(struct ple_watch *w, pid_t tid, const char *tracepoint, const char *filter)
 {
 	return ple_watch_open_n(w, tid, tracepoint, filter, 1);
@@ -174,28 +200,10 @@ int ple_watch_open_n(struct ple_watch *w, pid_t tid, const char *tracepoint, con
 	w->tid = tid;
 	w->drained = 0;
 
-	long id = ple_tracepoint_id(tracepoint);
-	if (id < 0)
-		return (int)id;
-
-	struct perf_event_attr attr;
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_TRACEPOINT;
-	attr.config = (uint64_t)id;
 	/* Every event becomes a header-only record: the ring exists only for wakeups. */
-	attr.sample_period = 1;
-	attr.sample_type = 0;
-	attr.wakeup_events = wakeup_events ? wakeup_events : 1;
-
-	int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_tracepoint_open(tid, tracepoint, filter, wakeup_events ? wakeup_events : 1);
 	if (fd < 0)
-		return -errno;
-	if (filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
+		return fd;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t len = page * (1 + PLE_RING_DATA_PAGES);
 	void *ring = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

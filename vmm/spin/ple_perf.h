@@ -60,6 +60,14 @@ const char *ple_exit_filter(void);
 long ple_tracepoint_id(const char *tracepoint);
 
 /*
+ * A perf event on tracepoint "sys:name" for thread tid only, with filter (a
+ * tracefs expression, or NULL): a plain counter (read(2) gives the count)
+ * when wakeup_events is 0, else a sampling event whose ring wakes a poller
+ * every wakeup_events events. The fd, or -errno as ple_watch_open.
+ */
+int perf_tracepoint_open(pid_t tid, const char *tracepoint, const char *filter, unsigned wakeup_events);
+
+/*
  * Count tracepoint events on thread tid only; the fd turns readable every
  * wakeup_events events (ple_watch_open: every event). filter is a tracefs
  * filter expression or NULL. Returns 0 or -errno: -ENOENT no such tracepoint
