@@ -7,7 +7,11 @@ spinlock tests boot. Usage: mkworkload.py BUSYBOX OUT
 
 The kernel command line chooses (defaults in brackets):
   vmm.work=NAME      hackbench | sysbench-threads | sysbench-mutex | kbuild | none [none]
-  vmm.size=N         the amount of work, in the workload's own unit [see SIZES]
+  vmm.size=N         the amount of work, in the workload's own unit [hackbench:
+                     1000 messages from each sender to each receiver;
+                     sysbench-threads: 20000 events; sysbench-mutex: 20000
+                     locks per thread; kbuild: 400 jobs], about a second or
+                     more on 2 CPUs of hardware KVM
   vmm.threads=T      tasks or groups, the same whatever the vCPUs [8], so that a
                      cell at 1x and one at 4x do the same work
 
@@ -46,11 +50,11 @@ case $work in
 hackbench)
   # groups of 10 senders and 10 receivers over sockets; each sender sends
   # size messages to each receiver of its group
-  size=${size:-200}; ops=$((threads * 10 * 10 * size))
+  size=${size:-1000}; ops=$((threads * 10 * 10 * size))
   set -- hackbench -P -g $threads -f 10 -l $size -s 100 ;;
 sysbench-threads)
   # scheduler and mutex heavy: yields inside locked regions
-  size=${size:-2000}; ops=$size
+  size=${size:-20000}; ops=$size
   set -- sysbench threads --threads=$threads --thread-yields=100 --thread-locks=4 --events=$size --time=0 run ;;
 sysbench-mutex)
   # every thread takes one of few pthread mutexes size times

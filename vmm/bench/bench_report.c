@@ -318,7 +318,10 @@ void bench_report_table(FILE *out, const struct bench_opts *o, const struct benc
 		fprintf(out, "each --loop-cpu placement pools only its own 1x runs (the host's are auto's): "
 			"at 1x with a CPU to spare auto moves the loop off the slots and none does not\n");
 	pivot(out, m, cols, ncols, false);
-	if (o->native) {
+	bool natives = false;
+	for (unsigned i = 0; i < m->n; i++)
+		natives |= m->cells[i].kind == BENCH_NATIVE;
+	if (o->native && natives) {
 		fprintf(out, "\nfraction of bare metal = median ops/s / native threads' ops/s on %u CPUs "
 			"(same lock, %u threads)\n", o->pcpus, o->pcpus);
 		pivot(out, m, cols, ncols, true);
