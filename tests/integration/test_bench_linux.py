@@ -28,6 +28,48 @@ def test_bench_linux_needs_its_kernel():
         assert words in p.stderr, (args, p.stderr)
 
 
+def test_bench_linux_shards_merge_where_the_kernel_is_not():
+    """Synthetic Linux cells (no KVM) in 2 shards merge into the full run's
+    tables on a machine without the shards' kernel and initramfs (a fleet's
+    merge host): the files are recorded, not checked there, and vs qemu
+    comes out of the merged runs as out of a full run."""
+    with tempfile.TemporaryDirectory() as d:
+        k = os.path.join(d, "bzImage")
+        for path in (k, k + ".img"):
+            with open(path, "wb") as f:
+                f.write(b"x")
+        m = ["--test-synthetic", "--workloads", "hackbench,lockbench", "--locks", "tas", "--policies", "qemu,pv",
+             "--overcommit", "1,2", "--pcpus", "1", "--reps", "5", "--no-micro", "--no-plot", "--no-native",
+             "--kernel", k, "--initrd", k + ".img", "--linux-size", "33"]
+
+        def run(*args):
+            return subprocess.run([harness.vmm_path(), "bench", *args], capture_output=True, text=True, timeout=120)
+        full = run(*m, "--out", os.path.join(d, "full"))
+        assert full.returncode == 0, full
+        for i in (1, 2):
+            p = run(*m, "--shard", f"{i}/2", "--out", os.path.join(d, f"s{i}"))
+            assert p.returncode == 0, p
+        os.remove(k)
+        os.remove(k + ".img")
+        p = run("merge", "--no-plot", "--out", os.path.join(d, "m"), os.path.join(d, "s1", "results.json"),
+                os.path.join(d, "s2", "results.json"))
+        assert p.returncode == 0, p
+        docs = []
+        for name in ("full", "m"):
+            with open(os.path.join(d, name, "results.json")) as f:
+                docs.append(json.load(f))
+        a, b = docs
+        assert b["config"]["kernel"] == k and b["config"]["linux_size"] == 33, b["config"]
+        assert [c["kind"] for c in a["cells"]] == [c["kind"] for c in b["cells"]], b["cells"]
+        assert "qemu" in {c["kind"] for c in b["cells"]}
+        for x, y in zip(a["cells"], b["cells"]):
+            for key in ("median_ops_per_s", "efficiency", "vs_qemu", "vs_qemu_lo", "vs_qemu_hi", "qemu_ref_id"):
+                assert x[key] == y[key], (key, x, y)
+        assert any(c["vs_qemu"] is not None for c in b["cells"]), b["cells"]
+        assert [t for t in a["targets"] if t["target"] == "vs qemu"] == \
+            [t for t in b["targets"] if t["target"] == "vs qemu"], b["targets"]
+
+
 def _bench(vmlinuz, img, d):
     return subprocess.run([harness.vmm_path(), "bench", *SMALL, "--kernel", vmlinuz, "--initrd", img, "--out", d],
                           capture_output=True, text=True, timeout=1800)

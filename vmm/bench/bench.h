@@ -115,6 +115,7 @@ struct bench_opts {
 	uint32_t linux_size;      /* vmm.size: 0 = the workload's own default */
 	uint32_t linux_threads;   /* vmm.threads: tasks, the same at every overcommit */
 	uint32_t linux_timeout_s; /* one boot, its work and power-off */
+	bool merging; /* bench_load_opts: the files were the shards' hosts', not checked here */
 };
 
 /* Fills defaults (the quick matrix); bench_parse may then override. */

@@ -371,6 +371,7 @@ int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char
 	argv[argc] = NULL;
 	bench_opts_defaults(o);
 	o->pcpus_max = 1u << 16; /* the shard's host, not this one, had them */
+	o->merging = true;       /* and its --kernel and --initrd */
 	if (bench_parse(argc, (char **)argv, o, perr, sizeof(perr)))
 		return bad(&x, "config", "%s", perr);
 	return 0;
