@@ -76,6 +76,7 @@ def _bench(vmlinuz, img, d):
 
 
 @harness.nested_stage
+@harness.nested_linux
 def test_bench_linux_against_qemu():
     """A tiny --preset linux: hackbench at 1x and 2x under --sched host,
     --yield pv and QEMU -accel kvm. Every run's ops/s is the guest's
@@ -86,8 +87,10 @@ def test_bench_linux_against_qemu():
     vmlinuz, img = linux_guests.workload()
     with tempfile.TemporaryDirectory() as d:
         p = _bench(vmlinuz, img, d)
-        if harness.nested() and p.returncode == 1 and "triple fault" in p.stdout:
-            print("    a boot ended in the nested KVM's triple fault (test_linux.py); the matrix runs again")
+        for attempt in range(linux_guests.NESTED_FAULT_RETRIES):
+            if not (harness.nested() and p.returncode == 1 and "triple fault" in p.stdout):
+                break
+            print("    a boot ended in the nested KVM's random reset (test_linux.py); the matrix runs again")
             p = _bench(vmlinuz, img, d)
         assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-2000:])
         with open(os.path.join(d, "results.json")) as f:

@@ -374,6 +374,7 @@ PVM_PARAMS = " noxsave clearcpuid=137,151,308 cryptomgr.notests"
 
 
 @harness.nested_stage
+@harness.nested_linux
 def test_linux_boots_to_init_and_finds_its_disk_through_acpi():
     """One boot, read from the kernel's own console on our UART, within a
     bound: the early console (the bzImage loaded, entered in 64-bit mode,
@@ -438,6 +439,7 @@ def need_user_space():
 
 
 @harness.nested_stage
+@harness.nested_linux
 def test_linux_boot_to_shell_and_poweroff():
     """The whole boot: init runs, sees every CPU, finds the virtio-blk disk
     through ACPI with no extra kernel argument, reads what the host wrote,
@@ -497,6 +499,7 @@ USER_SPACE_SHAPES = [
 
 
 @harness.nested_stage
+@harness.nested_linux
 def test_linux_user_space_in_every_scheduling_shape():
     """/init runs and prints on the serial console (user space's output goes
     through the tty layer and the UART's interrupt, unlike printk), sees
@@ -558,6 +561,7 @@ def _work_result(stdout):
 
 
 @harness.nested_stage
+@harness.nested_linux
 def test_linux_pv_spinlocks_kick_and_the_guest_sees_steal():
     """Linux's own PV spinlocks under the co-scheduler, by mechanism: 4
     vCPUs on 2 slots run hackbench (socket and scheduler locks under

@@ -153,18 +153,22 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-/* The last non-empty line of path, for a failure's reason. */
+/* A failure's reason from path: its last line that is not indented (a
+ * fault report's register dump is; its "vCPU n faulted: ..." line is not). */
 static void last_line(const char *path, char *buf, size_t len)
 {
 	char *text = slurp(path);
 	buf[0] = '\0';
 	if (!text)
 		return;
-	char *end = text + strlen(text);
-	while (end > text && (end[-1] == '\n' || end[-1] == '\r'))
-		*--end = '\0';
-	char *start = strrchr(text, '\n');
-	snprintf(buf, len, "%s", start ? start + 1 : text);
+	for (char *line = text, *next; *line; line = next) {
+		next = line + strcspn(line, "\n");
+		if (*next)
+			*next++ = '\0';
+		line[strcspn(line, "\r")] = '\0';
+		if (line[0] && line[0] != ' ' && line[0] != '\t')
+			snprintf(buf, len, "%s", line);
+	}
 	free(text);
 }
 
