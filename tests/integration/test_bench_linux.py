@@ -13,7 +13,7 @@ import tempfile
 import harness
 import test_linux as linux_guests  # not a test of this module
 
-SMALL = ["--workloads", "hackbench", "--policies", "qemu,pv", "--overcommit", "1,2", "--reps", "1",
+SMALL = ["--workloads", "hackbench", "--policies", "qemu,pv", "--overcommit", "1,2", "--pcpus", "2", "--reps", "1",
          "--linux-size", "10", "--no-micro", "--no-plot", "--no-native"]
 
 
