@@ -36,6 +36,16 @@ def nested_linux(test):
     return test
 
 
+def plain_stage_only(test):
+    """Marks a nested Linux test that the sanitize stage leaves out: each
+    boots Linux many times (every scheduling shape, a bench matrix, PV on
+    and off), which under ASan in the nested KVM costs more CI time than its
+    sanitizer adds; the sanitize stage keeps the single boots, which run the
+    same device, ACPI and boot code under ASan."""
+    test.plain_stage_only = True
+    return test
+
+
 def nested():
     """The nested KVM's name when the tests run inside it, else None."""
     return os.environ.get("VMM_NESTED") or None

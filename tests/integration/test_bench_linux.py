@@ -77,6 +77,7 @@ def _bench(vmlinuz, img, d):
 
 @harness.nested_stage
 @harness.nested_linux
+@harness.plain_stage_only
 def test_bench_linux_against_qemu():
     """A tiny --preset linux: hackbench at 1x and 2x under --sched host,
     --yield pv and QEMU -accel kvm. Every run's ops/s is the guest's

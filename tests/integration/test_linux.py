@@ -500,6 +500,7 @@ USER_SPACE_SHAPES = [
 
 @harness.nested_stage
 @harness.nested_linux
+@harness.plain_stage_only
 def test_linux_user_space_in_every_scheduling_shape():
     """/init runs and prints on the serial console (user space's output goes
     through the tty layer and the UART's interrupt, unlike printk), sees
@@ -562,6 +563,7 @@ def _work_result(stdout):
 
 @harness.nested_stage
 @harness.nested_linux
+@harness.plain_stage_only
 def test_linux_pv_spinlocks_kick_and_the_guest_sees_steal():
     """Linux's own PV spinlocks under the co-scheduler, by mechanism: 4
     vCPUs on 2 slots run hackbench (socket and scheduler locks under
