@@ -1,7 +1,7 @@
 /*
  * The core's indices, kept up to date on every state change (sc_set_state)
  * and every run-queue change (q_push, q_remove) so that no event has to
- * scan every vCPU (BENCHMARKS.md, "The scheduler's own cost"):
+ * scan every vCPU (docs/benchmarks-history.md, "The scheduler's own cost"):
  *  - the wait deadlines and the ages of the queued vCPUs (min-heaps);
  *  - the RUNNABLE vCPUs in an array, for a uniform random pick;
  *  - the queued vCPUs inside a lock region, in queue order (the deferral's

@@ -67,7 +67,7 @@ bool sc_gslice(const struct sched_core *c, int v);
  * holder whose guest times its slice: it yields there by itself. One that
  * does not would need the member's own timer and a deferral, which ends
  * after the agent's slice end often enough that the agent's revoke comes
- * too (the shootdown cells, BENCHMARKS.md); its seat goes at the agent's
+ * too (the shootdown cells, docs/benchmarks-history.md); its seat goes at the agent's
  * revoke, as before leases. */
 static inline uint64_t sc_lease_cut(const struct sched_core *c, int s)
 {

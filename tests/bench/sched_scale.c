@@ -9,8 +9,12 @@
  * next-deadline query after every step is part of the time.
  *
  *   build/bench/sched_scale [--reps N] [--steps N] [--csv FILE] [--policy P]
- *                           [--no-check] [--hash]
+ *                           [--no-check] [--hash] [--instr N:M]
  * --hash prints a hash of each cell's actions instead of timing it.
+ * --instr N:M runs the policy's stream at N vCPUs on M slots once, its steps
+ * in measured_steps() alone, for `valgrind --tool=callgrind
+ * --toggle-collect=measured_steps` to count their instructions (the cost
+ * guard, tests/cost_guard.py: counts, not times, so CI can hold a budget).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -72,6 +76,26 @@ static int hash_stream(const char *pol, int n, int m, long steps)
 	return 0;
 }
 
+/* Only the steps: the one function callgrind collects in --instr mode. */
+__attribute__((noinline)) void measured_steps(struct stream *s, long steps);
+__attribute__((noinline)) void measured_steps(struct stream *s, long steps)
+{
+	for (long i = 0; i < steps; i++)
+		st_step(s);
+}
+
+static int instr_stream(const char *pol, int n, int m, long steps)
+{
+	struct stream s;
+	int r = st_init(&s, pol, n, m, 0, SEED);
+	if (r < 0)
+		return r;
+	measured_steps(&s, steps);
+	printf("instr %s %d %d events %ld decisions %ld\n", pol, n, m, s.events, s.decisions);
+	st_free(&s);
+	return 0;
+}
+
 struct sample {
 	double ns_event, ns_decision;
 	long events, decisions;
@@ -110,7 +134,7 @@ static double median(double *x, int k)
 static void usage(void)
 {
 	fprintf(stderr, "usage: sched_scale [--reps N] [--steps N] [--csv FILE] "
-			"[--policy NAME] [--no-check] [--hash]\n");
+			"[--policy NAME] [--no-check] [--hash] [--instr N:M]\n");
 }
 
 int main(int argc, char **argv)
@@ -119,6 +143,7 @@ int main(int argc, char **argv)
 	long steps = 10000;
 	const char *csv = NULL, *only = NULL;
 	bool check = true, hash = false;
+	int in_n = 0, in_m = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
@@ -132,6 +157,9 @@ int main(int argc, char **argv)
 			check = false;
 		else if (!strcmp(argv[i], "--hash"))
 			hash = true;
+		else if (!strcmp(argv[i], "--instr") && i + 1 < argc &&
+			 sscanf(argv[++i], "%d:%d", &in_n, &in_m) == 2 && in_n >= in_m && in_m > 0)
+			;
 		else {
 			usage();
 			return 2;
@@ -140,6 +168,12 @@ int main(int argc, char **argv)
 	if (reps < 1 || steps < 1 || (only && !sched_policy_find(only))) {
 		usage();
 		return 2;
+	}
+	if (in_n) {
+		for (const char *const *pn = sched_policy_names(); *pn; pn++)
+			if ((!only || !strcmp(only, *pn)) && instr_stream(*pn, in_n, in_m, steps) < 0)
+				return 1;
+		return 0;
 	}
 	FILE *cf = NULL;
 	if (csv) {

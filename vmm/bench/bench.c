@@ -269,7 +269,9 @@ static int run_and_report(const struct bench_opts *o, struct bench_matrix *m,
 int bench_main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "merge"))
-		return bench_merge_main(argc - 1, argv + 1);
+		return bench_merge_main(argc - 1, argv + 1, false);
+	if (argc > 1 && !strcmp(argv[1], "tables"))
+		return bench_merge_main(argc - 1, argv + 1, true);
 	struct bench_opts o;
 	struct bench_matrix m;
 	char err[256];

@@ -353,6 +353,7 @@ void bench_print_usage(FILE *out)
 		"  --cells LIST            run every rep of only these cells: 0,3-5 (and 'micro')\n"
 		"  -h, --help              this text\n"
 		"  vmm bench merge [--out DIR] [--no-plot] PATH...  merges shards' results.json\n"
+		"  vmm bench tables PATH...  prints the tables and targets of results.json files again\n"
 		"Exit status: 0 all cells ran, 1 a cell failed (shown as FAILED) or a plot could not be\n"
 		"made, 2 bad options.\n",
 		vmm_name_list(vmm_lock_names, l, sizeof(l)),

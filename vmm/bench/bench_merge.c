@@ -5,6 +5,11 @@
  * group never mixes with another; within a group every (cell, rep) comes
  * from exactly one file. Everything is checked before anything is written,
  * and nothing depends on the order of the files named.
+ *
+ * `vmm bench tables` is the same read, printing the tables and targets only
+ * and writing nothing: BENCHMARKS.md's tables are its output on the
+ * committed bench/results/ files (make benchmarks-md), so they cannot drift
+ * from their data.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,8 +36,17 @@ struct group {
 	unsigned learned;
 };
 
-static void usage(FILE *f)
+static const char *me = "vmm bench merge"; /* or "vmm bench tables": the messages' name */
+
+static void usage(FILE *f, bool tables)
 {
+	if (tables) {
+		fprintf(f, "usage: vmm bench tables PATH...\n"
+			   "Prints the tables and targets of results.json files (a full run's, or the shards\n"
+			   "of one) as the run printed them, from the recorded runs; writes nothing.\n"
+			   "Exit status: 0 all there, 1 units missing or a cell failed, 2 a bad file.\n");
+		return;
+	}
 	fprintf(f, "usage: vmm bench merge [--out DIR] [--no-plot] PATH...\n"
 		   "Merges the results.json of `vmm bench --shard I/N` runs (a PATH is the file or its\n"
 		   "directory) into the outputs of one run of the matrix: table, CSV, JSON, plots.\n"
@@ -75,7 +89,7 @@ static int same_file(struct bench_shard_file *f, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned j = i + 1; j < n; j++)
 			if (!strcmp(f[i].real, f[j].real) || (f[i].size == f[j].size && f[i].content == f[j].content)) {
-				fprintf(stderr, "vmm bench merge: duplicated: %s and %s are the same shard\n",
+				fprintf(stderr, "%s: duplicated: %s and %s are the same shard\n", me,
 					f[i].path, f[j].path);
 				return -EINVAL;
 			}
@@ -89,12 +103,12 @@ static int check_matrix(struct group *g)
 	for (unsigned i = 0; i < g->nfiles; i++) {
 		struct bench_shard_file *b = g->files[i];
 		if (strcmp(a->matrix, b->matrix)) {
-			fprintf(stderr, "vmm bench merge: foreign matrix: %s has matrix %s, %s has %s\n",
+			fprintf(stderr, "%s: foreign matrix: %s has matrix %s, %s has %s\n", me,
 				a->path, a->matrix, b->path, b->matrix);
 			return -EINVAL;
 		}
 		if (b->count && g->count && b->count != g->count) {
-			fprintf(stderr, "vmm bench merge: foreign matrix: %s is one of %u shards, %s one of %u\n",
+			fprintf(stderr, "%s: foreign matrix: %s is one of %u shards, %s one of %u\n", me,
 				counted->path, g->count, b->path, b->count);
 			return -EINVAL;
 		}
@@ -107,16 +121,16 @@ static int check_matrix(struct group *g)
 	}
 	char err[512], fp[17];
 	if (bench_load_opts(a, &g->o, err, sizeof(err))) {
-		fprintf(stderr, "vmm bench merge: %s\n", err);
+		fprintf(stderr, "%s: %s\n", me, err);
 		return -EINVAL;
 	}
 	if (bench_matrix_build(&g->o, &g->m, err, sizeof(err))) {
-		fprintf(stderr, "vmm bench merge: %s: config: %s\n", a->path, err);
+		fprintf(stderr, "%s: %s: config: %s\n", me, a->path, err);
 		return -EINVAL;
 	}
 	bench_fingerprint(&g->o, &g->m, fp);
 	if (strcmp(fp, a->matrix)) {
-		fprintf(stderr, "vmm bench merge: %s: shard.matrix: %s, but its config makes %s\n",
+		fprintf(stderr, "%s: %s: shard.matrix: %s, but its config makes %s\n", me,
 			a->path, a->matrix, fp);
 		return -EINVAL;
 	}
@@ -152,19 +166,19 @@ static int stage_group(struct group *g)
 		for (unsigned u = 0; u < f->nunits; u++) {
 			int k = position(g, f->units[u].cell, f->units[u].rep);
 			if (k < 0) {
-				fprintf(stderr, "vmm bench merge: %s: shard.units[%u]: [%d, %u] is not in the matrix\n",
+				fprintf(stderr, "%s: %s: shard.units[%u]: [%d, %u] is not in the matrix\n", me,
 					f->path, u, f->units[u].cell, f->units[u].rep);
 				return -EINVAL;
 			}
 			if (g->owner[k] >= 0) {
-				fprintf(stderr, "vmm bench merge: duplicated: %s and %s both hold cell %d rep %u\n",
+				fprintf(stderr, "%s: duplicated: %s and %s both hold cell %d rep %u\n", me,
 					g->files[g->owner[k]]->path, f->path, f->units[u].cell, f->units[u].rep);
 				return -EINVAL;
 			}
 			g->owner[k] = (int)i;
 		}
 		if (bench_load_runs(f, &g->o, &g->m, g->stage, &g->mi, err, sizeof(err))) {
-			fprintf(stderr, "vmm bench merge: %s\n", err);
+			fprintf(stderr, "%s: %s\n", me, err);
 			return -EINVAL;
 		}
 		g->mi.failures += f->micro_failures;
@@ -195,7 +209,7 @@ static bool report_missing(const struct group *g, int cell, const char *what)
 	}
 	if (!reps[0])
 		return false;
-	fprintf(stderr, "vmm bench merge: missing: %s reps %s (shard%s %s)\n", what, reps,
+	fprintf(stderr, "%s: missing: %s reps %s (shard%s %s)\n", me, what, reps,
 		nseen > 1 ? "s" : "", shards);
 	return true;
 }
@@ -234,6 +248,26 @@ static bool fill(struct group *g, struct bench_unit *present, unsigned *npresent
 	return missing;
 }
 
+/* `vmm bench tables`: the table of write_group, nothing written. */
+static int print_group(struct group *g, bool several)
+{
+	struct bench_unit *present = calloc(g->nall + 1, sizeof(*present));
+	unsigned npresent = 0;
+	if (!present)
+		return VMM_EXIT_HOST_ERROR;
+	if (several)
+		printf("host %s: %u CPUs, %s, %s, %s\n", g->slug, g->mc.nproc, g->mc.cpu, g->mc.kernel, g->mc.kvm);
+	g->o.plot = false;
+	bool missing = fill(g, present, &npresent);
+	bool failed = bench_stats_matrix(&g->m);
+	if (g->mi.ran)
+		bench_micro_finish(&g->mi);
+	bench_report_table(stdout, &g->o, &g->m, &g->mi, &g->mc);
+	fflush(stdout);
+	free(present);
+	return failed || missing ? VMM_EXIT_GUEST_FAIL : VMM_EXIT_OK;
+}
+
 static int write_group(struct group *g, const char *out, bool several, bool plot)
 {
 	char dir[4096];
@@ -249,7 +283,7 @@ static int write_group(struct group *g, const char *out, bool several, bool plot
 	g->o.plot = plot;
 	int r = bench_mkdir_p(dir);
 	if (r) {
-		fprintf(stderr, "vmm bench merge: --out %s: %s\n", dir, strerror(-r));
+		fprintf(stderr, "%s: --out %s: %s\n", me, dir, strerror(-r));
 		free(present);
 		return VMM_EXIT_USAGE;
 	}
@@ -284,7 +318,7 @@ static void free_group(struct group *g)
 	bench_matrix_free(&g->m);
 }
 
-static int parse(int argc, char **argv, const char **out, bool *plot)
+static int parse(int argc, char **argv, const char **out, bool *plot, bool tables)
 {
 	static const struct option opts[] = {
 		{ "out", required_argument, 0, 'o' },
@@ -296,33 +330,34 @@ static int parse(int argc, char **argv, const char **out, bool *plot)
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		if (c == 'o' && optarg[0])
+		if (c == 'o' && optarg[0] && !tables)
 			*out = optarg;
-		else if (c == 'P')
+		else if (c == 'P' && !tables)
 			*plot = false;
 		else if (c == 'h')
 			return 1;
 		else {
-			fprintf(stderr, "vmm bench merge: %s '%s' (try vmm bench merge --help)\n",
-				c == ':' ? "option needs a value:" : "bad option", argv[optind - 1]);
+			fprintf(stderr, "%s: %s '%s' (try %s --help)\n", me,
+				c == ':' ? "option needs a value:" : "bad option", argv[optind - 1], me);
 			return -EINVAL;
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "vmm bench merge: no results to merge (vmm bench merge PATH...)\n");
+		fprintf(stderr, "%s: no results given (%s PATH...)\n", me, me);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-int bench_merge_main(int argc, char **argv)
+int bench_merge_main(int argc, char **argv, bool tables)
 {
 	const char *out = "bench-merged";
+	me = tables ? "vmm bench tables" : "vmm bench merge";
 	bool plot = true;
-	int r = parse(argc, argv, &out, &plot);
+	int r = parse(argc, argv, &out, &plot, tables);
 	if (r) {
 		if (r > 0)
-			usage(stdout);
+			usage(stdout, tables);
 		return r > 0 ? VMM_EXIT_OK : VMM_EXIT_USAGE;
 	}
 	unsigned n = (unsigned)(argc - optind), ng = 0;
@@ -333,7 +368,7 @@ int bench_merge_main(int argc, char **argv)
 	unsigned loaded = 0;
 	for (; !status && loaded < n; loaded++)
 		if (bench_load_file(argv[optind + (int)loaded], &f[loaded], err, sizeof(err))) {
-			fprintf(stderr, "vmm bench merge: %s\n", err);
+			fprintf(stderr, "%s: %s\n", me, err);
 			status = VMM_EXIT_USAGE;
 		}
 	if (!status && same_file(f, n))
@@ -346,7 +381,7 @@ int bench_merge_main(int argc, char **argv)
 	/* Written groups: the worst of their statuses (a missing unit is 1). */
 	int worst = VMM_EXIT_OK;
 	for (unsigned i = 0; !status && i < ng; i++) {
-		int s = write_group(&g[i], out, ng > 1, plot);
+		int s = tables ? print_group(&g[i], ng > 1) : write_group(&g[i], out, ng > 1, plot);
 		if (s > worst)
 			worst = s;
 	}

@@ -150,12 +150,23 @@ static const struct bench_cell *cell_at(const struct bench_matrix *m, const stru
 	return NULL;
 }
 
+/* The workload column: as wide as the longest workload name (Linux ones
+ * such as sysbench-threads are longer than the bundled guest's). */
+static int workload_width(const struct bench_matrix *m)
+{
+	int w = 10;
+	for (unsigned i = 0; i < m->n; i++)
+		if ((int)strlen(m->cells[i].workload) > w)
+			w = (int)strlen(m->cells[i].workload);
+	return w;
+}
+
 static void pivot(FILE *out, const struct bench_matrix *m, const struct col *cols, unsigned ncols,
 		  bool of_native)
 {
 	char b[32], h[32], pl[BENCH_LABEL_MAX];
-	int lw = bench_label_width(m, NULL, LABEL_MIN);
-	fprintf(out, "%-10s %-9s %6s %-*s %9s", "workload", "lock", "thr", lw, "policy", "pooled 1x");
+	int lw = bench_label_width(m, NULL, LABEL_MIN), ww = workload_width(m);
+	fprintf(out, "%-*s %-9s %6s %-*s %9s", ww, "workload", "lock", "thr", lw, "policy", "pooled 1x");
 	for (unsigned k = 0; k < ncols; k++)
 		fprintf(out, " %9s", col_name(&cols[k], h, sizeof(h)));
 	fputc('\n', out);
@@ -168,7 +179,7 @@ static void pivot(FILE *out, const struct bench_matrix *m, const struct col *col
 			continue;
 		char thr[16];
 		snprintf(thr, sizeof(thr), strncmp(g->lock, "pv", 2) ? "-" : "%u", g->spin_threshold);
-		fprintf(out, "%-10s %-9s %6s %-*s %9s", g->workload, g->lock, thr, lw,
+		fprintf(out, "%-*s %-9s %6s %-*s %9s", ww, g->workload, g->lock, thr, lw,
 			bench_cell_label(g, pl, sizeof(pl)), fmt_ops(g->pooled_1x, b, sizeof(b)));
 		for (unsigned k = 0; k < ncols; k++) {
 			const struct bench_cell *c = cell_at(m, g, &cols[k]);
@@ -186,9 +197,9 @@ static void pivot(FILE *out, const struct bench_matrix *m, const struct col *col
 static void cells_table(FILE *out, const struct bench_matrix *m)
 {
 	char med[32], mn[32], mx[32], eff[32], nat[32], st[128], thr[16], pl[BENCH_LABEL_MAX], elo[32], ehi[32];
-	int lw = bench_label_width(m, NULL, LABEL_MIN);
-	fprintf(out, "%-4s %-10s %-9s %6s %-*s %3s %5s %6s %10s %21s %7s %7s %13s %7s  %s\n", "cell",
-		"workload", "lock", "thr", lw, "policy", "VMs", "vCPUs", "x", "median/s", "min..max",
+	int lw = bench_label_width(m, NULL, LABEL_MIN), ww = workload_width(m);
+	fprintf(out, "%-4s %-*s %-9s %6s %-*s %3s %5s %6s %10s %21s %7s %7s %13s %7s  %s\n", "cell",
+		ww, "workload", "lock", "thr", lw, "policy", "VMs", "vCPUs", "x", "median/s", "min..max",
 		"spread", "eff", "eff 95% CI", "native", "status");
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
@@ -202,7 +213,7 @@ static void cells_table(FILE *out, const struct bench_matrix *m)
 		if (isfinite(c->eff_lo))
 			snprintf(ci, sizeof(ci), "%s..%s", fmt_ratio(c->eff_lo, elo, sizeof(elo)),
 				 fmt_ratio(c->eff_hi, ehi, sizeof(ehi)));
-		fprintf(out, "%-4u %-10s %-9s %6s %-*s %3u %5u %5gx %10s %21s %7s %7s %13s %7s  %s\n", c->id,
+		fprintf(out, "%-4u %-*s %-9s %6s %-*s %3u %5u %5gx %10s %21s %7s %7s %13s %7s  %s\n", c->id, ww,
 			c->workload, c->lock, thr, lw, bench_cell_label(c, pl, sizeof(pl)), c->vms, c->vcpus,
 			c->overcommit,
 			fmt_ops(c->median, med, sizeof(med)), range, spread,
@@ -242,11 +253,11 @@ static void multi_vm_table(FILE *out, const struct bench_matrix *m)
 		any |= multi_vm(&m->cells[i]);
 	if (!any)
 		return;
-	int lw = bench_label_width(m, multi_vm, LABEL_MIN);
+	int lw = bench_label_width(m, multi_vm, LABEL_MIN), ww = workload_width(m);
 	fprintf(out, "\nmulti-VM cells: sum = median over reps of the VMs' summed ops/s (one window, "
 		"--start-at for K processes); per-VM = each VM's own median\n");
-	fprintf(out, "%-4s %-10s %-9s %-*s %3s %5s %9s %6s %7s %7s %8s %8s %7s %7s  %s\n", "cell",
-		"workload", "lock", lw, "policy", "VMs", "vCPUs", "sum/s", "jain", "max/min", "vs 1VM",
+	fprintf(out, "%-4s %-*s %-9s %-*s %3s %5s %9s %6s %7s %7s %8s %8s %7s %7s  %s\n", "cell",
+		ww, "workload", "lock", lw, "policy", "VMs", "vCPUs", "sum/s", "jain", "max/min", "vs 1VM",
 		"vs proc", "vs host", "late", "spread", "per-VM ops/s");
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct bench_cell *c = &m->cells[i];
@@ -254,7 +265,7 @@ static void multi_vm_table(FILE *out, const struct bench_matrix *m)
 			continue;
 		snprintf(late, sizeof(late), isfinite(c->max_late_ms) ? "%.1fms" : "-", c->max_late_ms);
 		snprintf(sp, sizeof(sp), isfinite(c->start_spread_ms) ? "%.1fms" : "-", c->start_spread_ms);
-		fprintf(out, "%-4u %-10s %-9s %-*s %3u %5u %9s %6s %7s %7s %8s %8s %7s %7s  %s\n", c->id,
+		fprintf(out, "%-4u %-*s %-9s %-*s %3u %5u %9s %6s %7s %7s %8s %8s %7s %7s  %s\n", c->id, ww,
 			c->workload, c->lock, lw, bench_cell_label(c, pl, sizeof(pl)), c->vms, c->vcpus,
 			c->failed ? "FAILED" : fmt_ops(c->median, sum, sizeof(sum)),
 			fmt_ratio(c->jain, jain, sizeof(jain)), fmt_ratio(c->max_over_min, mm, sizeof(mm)),

@@ -98,6 +98,6 @@ int bench_load_runs(const struct bench_shard_file *f, const struct bench_opts *o
 		    char *err, size_t errlen);
 
 /* `vmm bench merge [--out DIR] [--no-plot] PATH...` */
-int bench_merge_main(int argc, char **argv);
+int bench_merge_main(int argc, char **argv, bool tables); /* tables: `vmm bench tables`, writes nothing */
 
 #endif

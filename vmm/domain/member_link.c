@@ -566,7 +566,7 @@ static void *link_main(void *arg)
  * run on the slot's CPU (and on CPUs outside the domain): a grant comes
  * when a releaser has just left that CPU, so it runs there at once, where
  * one link thread for all slots, woken on a CPU that runs a vCPU in guest
- * mode, waited milliseconds with the slot idle (BENCHMARKS.md).
+ * mode, waited milliseconds with the slot idle (docs/benchmarks-history.md).
  */
 static bool slot_thread_cpus(const struct slot_thread *t, cpu_set_t *set);
 
