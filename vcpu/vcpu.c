@@ -37,13 +37,46 @@ int vcpu_signals_init(void)
 
 const char *vcpu_end_name(enum vcpu_end e)
 {
-	static const char *const n[] = { "running", "exited", "halted", "faulted", "stopped" };
-	return e <= VCPU_STOPPED ? n[e] : "?";
+	static const char *const n[] = { "running", "exited", "halted", "faulted", "stopped", "host-failed" };
+	return e <= VCPU_HOST_FAILED ? n[e] : "?";
+}
+
+#ifdef VMM_TEST_HOOKS
+/*
+ * Test builds only (build/vmm-test): VMM_TEST_KVM_RUN_ERRNO=E makes vCPU 0's
+ * third KVM_RUN fail with errno E, as a host that runs out of memory or
+ * loses a mapping would, so a test can see such an error end the run as a
+ * host error (exit 6) with the vCPU named, not as a guest fault.
+ */
+static int test_run_errno; /* read by vcpu_create, before any vCPU thread */
+
+static int test_kvm_run(struct vcpu *v, unsigned *calls)
+{
+	if (test_run_errno > 0 && v->id == 0 && ++*calls == 3) {
+		errno = test_run_errno;
+		return -1;
+	}
+	return ioctl(v->fd, KVM_RUN, 0);
+}
+#endif
+
+static int kvm_run(struct vcpu *v, unsigned *calls)
+{
+#ifdef VMM_TEST_HOOKS
+	return test_kvm_run(v, calls);
+#else
+	(void)calls;
+	return ioctl(v->fd, KVM_RUN, 0);
+#endif
 }
 
 int vcpu_create(struct vcpu *v, unsigned id, struct vcpu_env *env)
 {
 	memset(v, 0, sizeof(*v));
+#ifdef VMM_TEST_HOOKS
+	const char *e = getenv("VMM_TEST_KVM_RUN_ERRNO");
+	test_run_errno = e ? atoi(e) : 0;
+#endif
 	v->id = id;
 	v->env = env;
 	v->stats.fd = -1;
@@ -142,7 +175,7 @@ static bool handle_mmio(struct vcpu *v)
 			atomic_fetch_add(&v->env->hc->errors, 1);
 			ret = -VMM_EINVAL;
 		} else if (!read_hc_args(v, args)) {
-			end_vcpu(v, VCPU_FAULTED, "cannot read registers for hypercall: %s", strerror(errno));
+			end_vcpu(v, VCPU_HOST_FAILED, "cannot read registers for hypercall: %s", strerror(errno));
 			return false;
 		} else {
 			struct hc_result res = hc_dispatch(v->env->hc, v->id, off / 8, args);
@@ -295,12 +328,12 @@ static void *vcpu_thread(void *arg)
 	int me = v->env->sched_base + (int)v->id;
 	int r = vcpu_unblock_kick_in_run(v->fd);
 	if (r) {
-		end_vcpu(v, VCPU_FAULTED, "KVM_SET_SIGNAL_MASK: %s", strerror(-r));
+		end_vcpu(v, VCPU_HOST_FAILED, "KVM_SET_SIGNAL_MASK: %s", strerror(-r));
 		goto out;
 	}
 	/* seccomp: from here on this thread makes only the calls its filter allows */
 	if (v->env->sandbox && (r = v->env->sandbox(v)) != 0) {
-		end_vcpu(v, VCPU_FAULTED, "seccomp: cannot install the vCPU filter: %s", strerror(-r));
+		end_vcpu(v, VCPU_HOST_FAILED, "seccomp: cannot install the vCPU filter: %s", strerror(-r));
 		goto out;
 	}
 	/* A vCPU enters guest mode only while it holds a physical-CPU slot. */
@@ -308,14 +341,15 @@ static void *vcpu_thread(void *arg)
 		end_vcpu(v, VCPU_STOPPED, NULL);
 		goto out;
 	}
+	unsigned runs = 0; /* KVM_RUN calls, for the test hook only */
 	for (;;) {
 		if (atomic_load_explicit(v->env->stop, memory_order_acquire)) {
 			end_vcpu(v, VCPU_STOPPED, NULL);
 			break;
 		}
-		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
+		if (kvm_run(v, &runs) < 0) {
 			if (errno != EINTR && errno != EAGAIN) {
-				end_vcpu(v, VCPU_FAULTED, "KVM_RUN: %s", strerror(errno));
+				end_vcpu(v, VCPU_HOST_FAILED, "KVM_RUN: %s", strerror(errno));
 				break;
 			}
 			/* forced out: a kick for the scheduler or a stop */

@@ -30,6 +30,8 @@ enum vcpu_end {
 	VCPU_HALTED,  /* HLT with interrupts off: this vCPU will never run again */
 	VCPU_FAULTED, /* shutdown, emulation failure, bad access: see fault */
 	VCPU_STOPPED, /* the VMM stopped it (timeout, signal, another vCPU's fault) */
+	VCPU_HOST_FAILED, /* the host failed it: KVM_RUN or the thread's set-up returned an
+			   * error no guest causes (EFAULT, ENOMEM, EBUSY...): exit 6, not 3 */
 };
 
 struct vcpu_exit_counts {

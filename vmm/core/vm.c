@@ -105,6 +105,11 @@ static void on_vcpu_ended(void *opaque, struct vcpu *v)
 	/* A vCPU's failure ends the run: its siblings would wait on it forever. */
 	if (v->end == VCPU_FAULTED)
 		run_request_stop(vm->ctl, VM_STOP_FAULT, (int)vm->id, (int)v->id, 0);
+	else if (v->end == VCPU_HOST_FAILED) {
+		/* not the guest's doing: the run's status says host error (6) */
+		fprintf(stderr, "vmm: vCPU %u: %s; a host error, the run ends\n", v->id, v->fault);
+		run_request_stop(vm->ctl, VM_STOP_HOST_ERROR, (int)vm->id, (int)v->id, 0);
+	}
 	else if (v->end == VCPU_EXITED && v->exit_status)
 		run_request_stop(vm->ctl, VM_STOP_GUEST_EXIT, (int)vm->id, (int)v->id, v->exit_status);
 	atomic_fetch_add(&vm->ctl->ended, 1);
