@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmm/domain/dir_trust.h"
 #include "vmm/domain/paths.h"
 
 #define AGENT_BEAT_NS (100 * 1000000ull) /* members watch `beat` (DOMAIN.md) */
@@ -284,51 +285,51 @@ static int fail(char *why, size_t len, int rc, const char *fmt, const char *arg)
 	return rc;
 }
 
-static int mkdirs(const char *path, mode_t mode)
-{
-	char p[108];
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* -EEXIST when the pid file names a live agent */
 static int claim(struct agent *a, char *why, size_t len)
 {
-	FILE *f = fopen(a->pid_path, "r");
-	long pid = 0;
-	if (f) {
-		if (fscanf(f, "%ld", &pid) != 1)
-			pid = 0;
-		fclose(f);
+	char buf[32] = "";
+	int fd = openat(a->dirfd, "agent.pid", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		close(fd);
 	}
+	long pid = strtol(buf, NULL, 10);
 	if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
 		snprintf(why, len, "domain %s already has an agent (pid %ld)", a->o->name, pid);
 		return -EEXIST;
 	}
-	unlink(a->sock_path); /* a dead agent's */
+	unlinkat(a->dirfd, "ctl.sock", 0); /* a dead agent's */
 	return 0;
+}
+
+/* The pid file, written through the directory's fd and never through a
+ * link: a link planted there must not truncate a file of ours. */
+static int write_pid(struct agent *a, char *why, size_t len)
+{
+	int fd = openat(a->dirfd, "agent.pid", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fail(why, len, -errno, "cannot write %s", a->pid_path);
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	int rc = write(fd, buf, (size_t)n) == n ? 0 : -EIO;
+	close(fd);
+	return rc ? fail(why, len, rc, "cannot write %s", a->pid_path) : 0;
 }
 
 static int open_socket(struct agent *a, char *why, size_t len)
 {
-	int rc = mkdirs(a->dir, 0770);
-	if (rc)
-		return fail(why, len, rc, "cannot create %s", a->dir);
-	if (a->o->gid >= 0 && chown(a->dir, (uid_t)-1, (gid_t)a->o->gid) < 0)
+	char dwhy[256];
+	uid_t owner;
+	a->dirfd = dom_dir_open(a->dir, DOM_DIR_MODE, &owner, dwhy, sizeof(dwhy));
+	if (a->dirfd < 0) {
+		snprintf(why, len, "the domain's directory is not safe to serve from: %s", dwhy);
+		return a->dirfd;
+	}
+	if (a->o->gid >= 0 && fchown(a->dirfd, (uid_t)-1, (gid_t)a->o->gid) < 0)
 		return fail(why, len, -errno, "cannot give %s to the group", a->dir);
-	if (chmod(a->dir, 0770) < 0)
-		return fail(why, len, -errno, "chmod %s", a->dir);
-	rc = claim(a, why, len);
+	int rc = claim(a, why, len);
 	if (rc)
 		return rc;
 	a->lsock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -341,23 +342,19 @@ static int open_socket(struct agent *a, char *why, size_t len)
 	umask(old);
 	if (rc)
 		return fail(why, len, rc, "bind %s", a->sock_path);
-	if (a->o->gid >= 0 && chown(a->sock_path, (uid_t)-1, (gid_t)a->o->gid) < 0)
+	a->bound = true;
+	if (a->o->gid >= 0 && fchownat(a->dirfd, "ctl.sock", (uid_t)-1, (gid_t)a->o->gid, AT_SYMLINK_NOFOLLOW) < 0)
 		return fail(why, len, -errno, "cannot give %s to the group", a->sock_path);
 	if (listen(a->lsock, 64) < 0)
 		return fail(why, len, -errno, "listen %s", a->sock_path);
-	FILE *f = fopen(a->pid_path, "w");
-	if (!f)
-		return fail(why, len, -errno, "cannot write %s", a->pid_path);
-	fprintf(f, "%d\n", (int)getpid());
-	fclose(f);
-	return 0;
+	return write_pid(a, why, len);
 }
 
 static int agent_init(struct agent *a, const struct dom_agent_opts *o, char *why, size_t len)
 {
 	memset(a, 0, sizeof(*a));
 	a->o = o;
-	a->lsock = a->sigfd = -1;
+	a->lsock = a->sigfd = a->dirfd = -1;
 	a->max_members = o->max_members ? o->max_members : 256;
 	a->max_conns = a->max_members + 64;
 	if (dom_path(o->name, NULL, a->dir, sizeof(a->dir)) || dom_path(o->name, "ctl.sock", a->sock_path, sizeof(a->sock_path)) ||
@@ -430,12 +427,15 @@ static void agent_fini(struct agent *a)
 		if (a->conn[c].fd >= 0)
 			close(a->conn[c].fd);
 	dom_confine_fini(&a->confine);
-	if (a->lsock >= 0) {
+	if (a->lsock >= 0)
 		close(a->lsock);
-		unlink(a->sock_path);
-		unlink(a->pid_path);
+	if (a->bound) { /* ours to remove: never a live agent's files */
+		unlinkat(a->dirfd, "ctl.sock", 0);
+		unlinkat(a->dirfd, "agent.pid", 0);
 		rmdir(a->dir);
 	}
+	if (a->dirfd >= 0)
+		close(a->dirfd);
 	if (a->sigfd >= 0)
 		close(a->sigfd);
 	if (a->ring.ring_fd > 0)

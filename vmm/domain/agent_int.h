@@ -52,6 +52,8 @@ struct agent {
 	const struct dom_agent_opts *o;
 	char dir[108], sock_path[108], pid_path[108];
 	int lsock, sigfd;
+	int dirfd;                   /* the domain's directory, walked by dom_dir_open */
+	bool bound;                  /* the socket is ours: remove it and the pid file at the end */
 	struct io_uring ring;
 	struct dom_core *core;
 	struct agent_member *mem;    /* [max_members], by dom_core member id */

@@ -6,6 +6,7 @@
 #include "vmm/domain/domain_cmd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <sched.h>
@@ -20,6 +21,7 @@
 #include "vmm/domain/agent.h"
 #include "vmm/domain/client.h"
 #include "vmm/domain/confine.h"
+#include "vmm/domain/dir_trust.h"
 #include "vmm/domain/paths.h"
 #include "vmm/errors.h"
 
@@ -274,20 +276,30 @@ static int cmd_stop(int argc, char **argv)
 {
 	if (argc != 2)
 		return user_error("stop: give one domain NAME%s%s", "", "");
-	char why[200], path[108];
+	char why[300], dir[108];
 	if (dom_name_check(argv[1], why, sizeof(why)))
 		return user_error("%s%s", why, "");
-	if (dom_path(argv[1], "agent.pid", path, sizeof(path)))
+	if (dom_path(argv[1], NULL, dir, sizeof(dir)))
 		return user_error("stop: the path of domain '%s' is too long%s", argv[1], "");
-	FILE *f = fopen(path, "r");
-	long pid = 0;
-	if (f) {
-		if (fscanf(f, "%ld", &pid) != 1)
-			pid = 0;
-		fclose(f);
+	/* the pid file only from a trusted directory: it names what to signal */
+	uid_t owner;
+	int dfd = dom_dir_open(dir, -1, &owner, why, sizeof(why));
+	if (dfd == -EPERM) {
+		fprintf(stderr, "vmm: domain stop: %s\n", why);
+		return VMM_EXIT_HOST_ERROR;
 	}
+	char buf[32] = "";
+	int fd = dfd < 0 ? -1 : openat(dfd, "agent.pid", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	long pid = strtol(buf, NULL, 10);
 	if (pid <= 0 || kill((pid_t)pid, SIGTERM) < 0)
-		return user_error("stop: no domain '%s' is running (%s)", argv[1], path);
+		return user_error("stop: no domain '%s' is running (%s/agent.pid)", argv[1], dir);
 	return VMM_EXIT_OK;
 }
 

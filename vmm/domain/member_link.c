@@ -744,7 +744,7 @@ int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_in
 static bool try_rejoin(struct dlink *l)
 {
 	char why[200];
-	int fd = dom_dial(l->domain, why, sizeof(why));
+	int fd = dom_redial(l->domain, why, sizeof(why));
 	if (fd < 0)
 		return false;
 	int rc = dup3(fd, l->sock, O_CLOEXEC) < 0 ? -errno : 0;

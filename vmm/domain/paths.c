@@ -1,5 +1,7 @@
 #include "vmm/domain/paths.h"
 
+#include "vmm/domain/dir_trust.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,16 +58,27 @@ int dom_path(const char *name, const char *leaf, char *buf, size_t len)
 	return 0;
 }
 
-int dom_dial(const char *domain, char *why, size_t len)
+/* The agent is whoever called listen() on the socket (SO_PEERCRED): a
+ * socket in a trusted directory has a trusted listener, but a restarted
+ * agent is dialled from a sandboxed thread without the directory walk. */
+static int peer_check(int fd, const char *domain, char *why, size_t len)
 {
-	char path[108];
-	int rc = dom_name_check(domain, why, len);
-	if (rc)
-		return rc;
-	if (dom_path(domain, "ctl.sock", path, sizeof(path))) {
-		snprintf(why, len, "--domain %s: the socket path is too long", domain);
-		return -ENAMETOOLONG;
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+		snprintf(why, len, "domain '%s': who is the agent: %s", domain, strerror(errno));
+		return -errno;
 	}
+	if (!dom_uid_trusted(cr.uid)) {
+		snprintf(why, len, "domain '%s': the agent's socket is held by pid %d of uid %u, not by root or uid %u: not joined",
+			 domain, (int)cr.pid, (unsigned)cr.uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	return 0;
+}
+
+static int dial_path(const char *domain, const char *path, char *why, size_t len)
+{
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		snprintf(why, len, "socket: %s", strerror(errno));
@@ -89,6 +102,11 @@ int dom_dial(const char *domain, char *why, size_t len)
 		snprintf(why, len, "domain '%s': connect %s: %s", domain, path, strerror(e));
 		return -e;
 	}
+	int rc = peer_check(fd, domain, why, len);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
 	/* a hung agent must not hang a join */
 	struct timeval tv = { .tv_sec = 5 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -96,3 +114,45 @@ int dom_dial(const char *domain, char *why, size_t len)
 	return fd;
 }
 
+static int sock_path(const char *domain, char *path, size_t plen, char *why, size_t len)
+{
+	int rc = dom_name_check(domain, why, len);
+	if (rc)
+		return rc;
+	if (dom_path(domain, "ctl.sock", path, plen)) {
+		snprintf(why, len, "--domain %s: the socket path is too long", domain);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int dom_dial(const char *domain, char *why, size_t len)
+{
+	char path[108], dir[108];
+	int rc = sock_path(domain, path, sizeof(path), why, len);
+	if (rc)
+		return rc;
+	if (dom_path(domain, NULL, dir, sizeof(dir)))
+		return -ENAMETOOLONG; /* not reached: the socket's longer path fitted */
+	uid_t owner;
+	char dwhy[256];
+	int dfd = dom_dir_open(dir, -1, &owner, dwhy, sizeof(dwhy));
+	if (dfd == -ENOENT) {
+		snprintf(why, len, "no domain '%s' is running (no directory %s); start one with `vmm domain start %s --pcpus LIST`",
+			 domain, dir, domain);
+		return -ENOENT;
+	}
+	if (dfd < 0) {
+		snprintf(why, len, "domain '%s': not joined: %s", domain, dwhy);
+		return dfd == -EACCES ? -EACCES : -EPERM;
+	}
+	close(dfd);
+	return dial_path(domain, path, why, len);
+}
+
+int dom_redial(const char *domain, char *why, size_t len)
+{
+	char path[108];
+	int rc = sock_path(domain, path, sizeof(path), why, len);
+	return rc ? rc : dial_path(domain, path, why, len);
+}

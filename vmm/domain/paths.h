@@ -1,7 +1,8 @@
 /*
  * Where a domain's files live, and how to reach its agent: one directory
  * per domain holding the agent's control socket and its pid file. Access to a domain is access to that
- * directory (SECURITY.md): mode 0770, the agent's user and --group.
+ * directory (SECURITY.md): mode 0750, the agent's user and --group, reached
+ * only through directories root or the user own (dir_trust.h).
  */
 #ifndef VMM_DOMAIN_PATHS_H
 #define VMM_DOMAIN_PATHS_H
@@ -18,8 +19,13 @@ int dom_base_dir(char *buf, size_t len);
 /* base/NAME[/leaf]; -ENAMETOOLONG past len or past a socket address's limit */
 int dom_path(const char *name, const char *leaf, char *buf, size_t len);
 /* A connection to domain NAME's agent (send and receive time out after 5 s:
- * a hung agent cannot hang its caller). The fd, or -ENOENT (no agent
- * there), -EACCES (the domain's permissions), -errno; why says it. */
+ * a hung agent cannot hang its caller), once its directory passed
+ * dom_dir_open and its listener is root or this user (SO_PEERCRED). The fd,
+ * or -ENOENT (no agent there), -EACCES (the domain's permissions), -EPERM
+ * (a directory or agent not trusted), -errno; why says it. */
 int dom_dial(const char *domain, char *why, size_t len);
+/* The same without the directory walk, for a sandboxed thread that may not
+ * open files: the listener's uid is still checked. */
+int dom_redial(const char *domain, char *why, size_t len);
 
 #endif

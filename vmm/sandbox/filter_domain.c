@@ -25,6 +25,8 @@ static const struct seccomp_row rows[] = {
 	  SC_EQ(1, SOCK_SEQPACKET | SOCK_CLOEXEC), SC_EQ(2, 0)),
 	SC_ALLOW("connect", "a new agent: to the domain's socket"),
 	SC_ALLOW("setsockopt", "a new agent: send and receive timeouts, so a hung one cannot hang the link"),
+	SC_ALLOW("getsockopt", "a new agent: who listens (root or this user, else not joined)", SC_EQ(1, SOL_SOCKET),
+	  SC_EQ(2, SO_PEERCRED)),
 	SC_ALLOW("dup3", "a new agent: its socket and doorbell onto the old numbers", SC_EQ(2, O_CLOEXEC)),
 	SC_ALLOW("geteuid", "a new agent: where the domain's files are"),
 	SC_ALLOW("fstat", "a new agent's segments: their sizes"),
