@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmm/domain/agent_guard.h"
 #include "vmm/domain/dir_trust.h"
 #include "vmm/domain/paths.h"
 
@@ -141,8 +142,15 @@ static void on_listen(struct agent *a)
 			c++;
 		struct ucred cr;
 		socklen_t cl = sizeof(cr);
-		if (c == a->max_conns || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
-			agent_send_error(fd, -EMFILE, "the domain has no room for another connection");
+		int rc = c == a->max_conns || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0
+				 ? -EMFILE
+				 : agent_guard_accept(a, cr.uid);
+		if (rc) {
+			if (rc == -EUSERS)
+				agent_send_error(fd, rc, "uid %u holds %d connections to this domain, its bound",
+						 (unsigned)cr.uid, a->uid_conns);
+			else
+				agent_send_error(fd, rc, "the domain has no room for another connection");
 			close(fd);
 			a->refused++;
 			continue;
@@ -152,6 +160,9 @@ static void on_listen(struct agent *a)
 		k->member = -1;
 		k->pid = cr.pid;
 		k->uid = cr.uid;
+		k->opened_ns = agent_now();
+		if (agent_guard_join_by(k->opened_ns) < a->guard_next)
+			a->guard_next = agent_guard_join_by(k->opened_ns);
 		if (agent_poll(a, fd, agent_tag(AEV_CONN, k->gen, c)) < 0)
 			agent_conn_close(a, c);
 	}
@@ -172,6 +183,28 @@ static void refuse(struct agent *a, int c, int code, const char *why)
 	agent_conn_close(a, c);
 	if (m >= 0)
 		agent_leave(a, m, "refused message");
+}
+
+/* Over a bound of agent_guard.c: it is told why, counted and leaves; its
+ * slots go to the others in the same event. */
+static void eject(struct agent *a, int m, const char *why)
+{
+	struct agent_member *am = &a->mem[m];
+	fprintf(stderr, "vmm: domain %s: member %d (pid %d) ejected: %s\n", a->o->name, m, (int)am->pid, why);
+	if (am->conn >= 0 && a->conn[am->conn].fd >= 0)
+		agent_send_error(a->conn[am->conn].fd, -EDQUOT, "ejected: %s", why);
+	agent_leave(a, m, "ejected");
+}
+
+static void guard_tick(struct agent *a)
+{
+	uint64_t now = agent_now();
+	a->guard_next = agent_guard_tick(a, now);
+	for (int m = 0; m < a->max_members; m++) {
+		const char *why = a->mem[m].conn >= 0 ? agent_guard_words(a, m) : NULL;
+		if (why)
+			eject(a, m, why);
+	}
 }
 
 static void on_conn(struct agent *a, int c)
@@ -207,6 +240,12 @@ static void on_conn(struct agent *a, int c)
 	case DOM_MSG_JOIN:
 		if (k->member >= 0) {
 			refuse(a, c, -EISCONN, "already joined");
+			return;
+		}
+		char gwhy[160];
+		int grc = agent_guard_join(a, c, msg.join.weight, gwhy, sizeof(gwhy));
+		if (grc) {
+			refuse(a, c, grc, gwhy);
 			return;
 		}
 		if (agent_join(a, c, &msg.join) < 0) {
@@ -251,6 +290,8 @@ static void arm_timer(struct agent *a)
 	uint64_t at = dom_core_next_deadline(a->core);
 	if ((a->nmembers || a->confine.npending) && at > now + AGENT_BEAT_NS)
 		at = now + AGENT_BEAT_NS;
+	if (a->guard_next < at)
+		at = a->guard_next > now ? a->guard_next : now;
 	/* A timer armed no later stays: re-arming at every pass moved the beat
 	 * ahead of itself (now + beat is later at each pass) and the update's
 	 * own completion woke the loop for the next pass, so an agent whose
@@ -357,6 +398,9 @@ static int agent_init(struct agent *a, const struct dom_agent_opts *o, char *why
 	a->lsock = a->sigfd = a->dirfd = -1;
 	a->max_members = o->max_members ? o->max_members : 256;
 	a->max_conns = a->max_members + 64;
+	a->owner = geteuid();
+	a->uid_conns = o->uid_conns ? o->uid_conns : GUARD_UID_CONNS_DEFAULT;
+	a->guard_next = UINT64_MAX;
 	if (dom_path(o->name, NULL, a->dir, sizeof(a->dir)) || dom_path(o->name, "ctl.sock", a->sock_path, sizeof(a->sock_path)) ||
 	    dom_path(o->name, "agent.pid", a->pid_path, sizeof(a->pid_path))) {
 		snprintf(why, len, "the domain's directory path is too long for a socket address");
@@ -465,8 +509,14 @@ static void dispatch(struct agent *a, uint64_t tag, int res)
 				agent_leave(a, idx, "doorbell failed");
 				break;
 			}
-			agent_doorbell(a, idx);
 			struct agent_member *am = &a->mem[idx];
+			uint64_t rings = res == (int)sizeof(am->bell_buf) ? am->bell_buf : 0;
+			int changed = agent_doorbell(a, idx);
+			const char *over = agent_guard_bell(a, idx, rings, (uint64_t)changed, agent_now());
+			if (over) {
+				eject(a, idx, over);
+				break;
+			}
 			if (agent_read(a, am->bell, &am->bell_buf, sizeof(am->bell_buf), agent_tag(AEV_BELL, am->gen, idx)) < 0)
 				agent_leave(a, idx, "cannot re-arm its doorbell");
 		}
@@ -479,6 +529,7 @@ static void dispatch(struct agent *a, uint64_t tag, int res)
 		if (res == -ETIME) {
 			a->timer_armed = false;
 			agent_tick(a);
+			guard_tick(a);
 		}
 		break;
 	case AEV_SIGNAL:

@@ -19,6 +19,7 @@ struct dom_agent_opts {
 	int gid;                       /* group given access; -1: the agent's own */
 	int max_members;               /* 0: 256 */
 	int confine;                   /* enum dom_confine_want (confine.h) */
+	int uid_conns;                 /* 0: GUARD_UID_CONNS_DEFAULT */
 };
 
 /*

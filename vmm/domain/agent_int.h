@@ -26,6 +26,7 @@ struct agent_conn {
 	int member;      /* the member this connection joined as, or -1 */
 	pid_t pid;
 	uid_t uid;
+	uint64_t opened_ns;  /* it must JOIN within a bound of this (agent_guard.c) */
 };
 
 struct agent_member {
@@ -46,6 +47,8 @@ struct agent_member {
 	uint32_t probe_ack_seen; /* its probe_ack as last read */
 	uint64_t gave_back, gave_back_ns, gave_back_max_ns; /* revoked slots given back, and how long it took */
 	uint64_t policy_set_ns, weight_set_ns; /* last live change, agent clock */
+	uint64_t win_start, win_rings, win_rewrites; /* this second's doorbells (agent_guard.c) */
+	char eject_why[96];
 };
 
 struct agent {
@@ -68,6 +71,10 @@ struct agent {
 	bool waiting;                /* what the members were last told: someone waits for a slot */
 	int nmembers;
 	uint64_t joins, leaves, refused;
+	uid_t owner;                 /* the agent's user: it and root may change members */
+	int uid_conns;               /* connections per other uid */
+	uint64_t guard_next;         /* the earliest unjoined connection's deadline */
+	uint64_t timed_out, over_uid_conns, ejected_bells, ejected_words;
 	struct dom_confine confine;  /* the members' cgroups, or why none */
 	bool stop;
 };
@@ -85,7 +92,8 @@ void agent_send_error(int fd, int code, const char *fmt, ...) __attribute__((for
 /* agent_members.c */
 int agent_join(struct agent *a, int c, const struct dom_msg_join *j);
 void agent_leave(struct agent *a, int m, const char *why);
-void agent_doorbell(struct agent *a, int m);
+/* The number of req words that changed. */
+int agent_doorbell(struct agent *a, int m);
 void agent_apply(struct agent *a);  /* executes and clears the core's actions */
 void agent_mark_dirty(struct agent *a, int m);
 void agent_tick(struct agent *a);

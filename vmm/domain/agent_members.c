@@ -155,10 +155,11 @@ void agent_leave(struct agent *a, int m, const char *why)
 	a->nmembers--;
 }
 
-void agent_doorbell(struct agent *a, int m)
+int agent_doorbell(struct agent *a, int m)
 {
 	struct agent_member *am = &a->mem[m];
 	uint64_t now = agent_now();
+	int changed = 0;
 	/* One doorbell is one decision: a gang's seats that ask together
 	 * start together. */
 	dom_core_defer(a->core);
@@ -167,6 +168,7 @@ void agent_doorbell(struct agent *a, int m)
 		if (w == am->seen[j])
 			continue;
 		am->seen[j] = w;
+		changed++;
 		int want = dom_req_want(w);
 		uint32_t gen = dom_req_gen(w);
 		enum dom_vstate st = a->core->mem[m].v[j].state;
@@ -195,6 +197,7 @@ void agent_doorbell(struct agent *a, int m)
 	}
 	dom_core_commit(a->core, now);
 	agent_apply(a);
+	return changed;
 }
 
 /*

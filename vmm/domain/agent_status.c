@@ -5,6 +5,7 @@
  * acknowledges in its req header; status shows both).
  */
 #include "vmm/domain/agent_int.h"
+#include "vmm/domain/agent_guard.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -72,6 +73,12 @@ static int write_json(struct agent *a, FILE *f, uint64_t now)
 	char conf[PATH_MAX + 64];
 	json_out_str(o, top, "confinement", dom_confine_describe(&a->confine, conf, sizeof(conf)));
 	json_out_u64(o, top, "refused", a->refused);
+	json_t *guard = json_out_obj(o, top, "guard");
+	json_out_u64(o, guard, "uid_conns", (uint64_t)a->uid_conns);
+	json_out_u64(o, guard, "over_uid_conns", a->over_uid_conns);
+	json_out_u64(o, guard, "timed_out", a->timed_out);
+	json_out_u64(o, guard, "ejected_bells", a->ejected_bells);
+	json_out_u64(o, guard, "ejected_words", a->ejected_words);
 	json_t *slots = json_out_arr(o, top, "slots");
 	for (int s = 0; s < a->core->nslots; s++) {
 		const struct dom_slot *sl = &a->core->slot[s];
@@ -226,6 +233,15 @@ void agent_set(struct agent *a, int c, const struct dom_msg_set *s)
 			agent_send_error(fd, -ESRCH, "no member %d in domain %s", s->member, a->o->name);
 		else
 			agent_send_error(fd, -ESRCH, "no member with pid %d in domain %s", s->pid, a->o->name);
+		return;
+	}
+	char gwhy[160];
+	int grc = agent_guard_set(a, c, m, s, gwhy, sizeof(gwhy));
+	if (grc) {
+		fprintf(stderr, "vmm: domain %s: refused a set from pid %d (uid %u): %s\n", a->o->name, (int)a->conn[c].pid,
+			(unsigned)a->conn[c].uid, gwhy);
+		a->refused++;
+		agent_send_error(fd, grc, "%s", gwhy);
 		return;
 	}
 	struct agent_member *am = &a->mem[m];

@@ -29,13 +29,15 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: vmm domain start NAME (--pcpus N | --cpus LIST) [--slice-us N] [--grace-us N]\n"
-		"                        [--group GROUP] [--max-members N] [--confine auto|cgroup|self]\n"
+		"                        [--group GROUP] [--max-members N] [--uid-conns N] [--confine auto|cgroup|self]\n"
 		"       vmm domain status NAME [--json]\n"
 		"       vmm domain set NAME VM [--weight N] [--yield POLICY]   (VM: member id, or pid:PID)\n"
 		"       vmm domain stop NAME\n"
 		"A domain shares its CPUs among `vmm run --domain NAME` processes (sched/DOMAIN.md).\n"
 		"start serves in the foreground until SIGINT/SIGTERM; files under $%s, else\n"
-		"/run/vmm/domain (root) or $XDG_RUNTIME_DIR/vmm/domain.\n",
+		"/run/vmm/domain (root) or $XDG_RUNTIME_DIR/vmm/domain, else /tmp/vmm-UID/domain,\n"
+		"each directory on the way owned by root or the user (SECURITY.md). set: the\n"
+		"domain's owner or root only; --uid-conns: connections any other uid may hold (32).\n",
 		DOM_DIR_ENV);
 }
 
@@ -97,6 +99,7 @@ static int cmd_start(int argc, char **argv)
 		{ "pcpus", required_argument, NULL, 'p' }, { "cpus", required_argument, NULL, 'c' },
 		{ "slice-us", required_argument, NULL, 's' }, { "grace-us", required_argument, NULL, 'g' },
 		{ "group", required_argument, NULL, 'G' }, { "max-members", required_argument, NULL, 'm' },
+		{ "uid-conns", required_argument, NULL, 'u' },
 		{ "confine", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
@@ -140,6 +143,11 @@ static int cmd_start(int argc, char **argv)
 			if (number(optarg, 1, 4096, &v))
 				return user_error("--max-members: '%s' is not a number 1..4096%s", optarg, "");
 			o.max_members = (int)v;
+			break;
+		case 'u':
+			if (number(optarg, 1, 4096, &v))
+				return user_error("--uid-conns: '%s' is not a number 1..4096%s", optarg, "");
+			o.uid_conns = (int)v;
 			break;
 		case 'C':
 			if (!strcmp(optarg, "auto"))
@@ -193,6 +201,7 @@ static int cmd_start(int argc, char **argv)
 	int rc = dom_agent_run(&o, why, sizeof(why));
 	if (rc) {
 		fprintf(stderr, "vmm: domain %s: %s\n", o.name, why);
+		/* an untrusted directory (-EPERM) is the host's state, not a typo: 6 */
 		return rc == -EEXIST || rc == -EINVAL || rc == -ENAMETOOLONG ? VMM_EXIT_USAGE : VMM_EXIT_HOST_ERROR;
 	}
 	return VMM_EXIT_OK;
