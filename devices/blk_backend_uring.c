@@ -58,8 +58,8 @@ static uint64_t now_ns(void)
  * there, -ETIME when the time ran out, -EINTR, or io_uring_enter's -errno.
  * The timeout travels with the call (IORING_ENTER_EXT_ARG, Linux 5.11), not
  * as an IORING_OP_TIMEOUT entry, which the locked ring would refuse and
- * which would need a free SQE. The raw system call: liburing 2.3 wraps it
- * with -errno in some builds and -1/errno in others.
+ * which would need a free SQE. Called raw, so its result is the kernel's
+ * own (-1 and errno), whatever liburing's wrappers return.
  */
 static int wait_cqe_for(struct blk_backend *b, uint64_t ns)
 {
