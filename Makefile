@@ -53,7 +53,8 @@ $(VMM): $(BUILD)/obj/vmm/main.o $(HOST_OBJS) $(FW_BLOB_OBJ)
 # $(BUILD)/vmm-test: $(VMM) plus the test hooks (-DVMM_TEST_HOOKS), for the
 # integration tests that force a seccomp violation or a lost event-loop
 # request (test_faults.py), for test_virtio_blk_faults (the disk ring's
-# file swapped for a pipe) and for test_domain_link (a domain slot thread
+# file swapped for a pipe), for test_blk_reset_bound (the disk's cancel
+# made to fail, its drain bound shortened) and for test_domain_link (a domain slot thread
 # held between its look at the grants and its offline calls), and for a
 # KVM_RUN that fails as a host's would (test_faults.py); the shipped
 # $(VMM) has none. Only the files that hold a hook are compiled twice.
@@ -75,7 +76,8 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(HOST_OBJS) $(FW_BLOB_OBJ)
 	$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 # The unit tests that set a test hook's variable link the hooked objects.
-HOOK_UNITS := $(BUILD)/tests/unit/test_virtio_blk_faults $(BUILD)/tests/unit/test_domain_link
+HOOK_UNITS := $(BUILD)/tests/unit/test_virtio_blk_faults $(BUILD)/tests/unit/test_blk_reset_bound \
+	$(BUILD)/tests/unit/test_domain_link
 $(HOOK_UNITS): $(BUILD)/tests/unit/%: tests/unit/%.c $(filter-out $(HOOK_SRCS:%.c=$(BUILD)/obj/%.o),$(HOST_OBJS)) \
 		$(HOOK_OBJS) $(FW_BLOB_OBJ)
 	@mkdir -p $(dir $@)

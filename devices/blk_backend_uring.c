@@ -10,6 +10,8 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, const char *path, const char *why)
@@ -44,11 +46,38 @@ static void prep_cancel(struct io_uring_sqe *sqe)
 	io_uring_sqe_set_data(sqe, NULL);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Waits at most ns for one completion (none is reaped): 0 when one is
+ * there, -ETIME when the time ran out, -EINTR, or io_uring_enter's -errno.
+ * The timeout travels with the call (IORING_ENTER_EXT_ARG, Linux 5.11), not
+ * as an IORING_OP_TIMEOUT entry, which the locked ring would refuse and
+ * which would need a free SQE. Called raw, so its result is the kernel's
+ * own (-1 and errno), whatever liburing's wrappers return.
+ */
+static int wait_cqe_for(struct blk_backend *b, uint64_t ns)
+{
+	struct __kernel_timespec ts = { .tv_sec = (long long)(ns / 1000000000ull),
+					.tv_nsec = (long long)(ns % 1000000000ull) };
+	struct io_uring_getevents_arg arg = { .ts = (uint64_t)(uintptr_t)&ts };
+	long r = syscall(__NR_io_uring_enter, b->ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
+			 &arg, sizeof(arg));
+	return r < 0 ? -errno : 0;
+}
+
 /*
  * A kernel that does not know one of the cancel's flags answers -EINVAL
- * only when a reset needs it, and the reset would then wait for ever for a
- * read it could not stop: the cancel is tried once here, with nothing in
- * flight (0 or -ENOENT: nothing matched), so that such a kernel fails set-up.
+ * only when a reset needs it, and the reset would then wait its whole bound
+ * for a read it could not stop: the cancel is tried once here, with nothing
+ * in flight (0 or -ENOENT: nothing matched), so that such a kernel fails
+ * set-up. Its completion is posted inline by the submitting io_uring_enter;
+ * BLK_PROBE_WAIT_MS only guards against a kernel that never posts it.
  */
 static int probe_cancel(struct blk_backend *b)
 {
@@ -56,12 +85,14 @@ static int probe_cancel(struct blk_backend *b)
 	if (!sqe)
 		return -EBUSY;
 	prep_cancel(sqe);
-	int r = io_uring_submit_and_wait(&b->ring, 1);
+	int r = io_uring_submit(&b->ring);
+	if (r >= 0)
+		r = wait_cqe_for(b, BLK_PROBE_WAIT_MS * 1000000ull);
 	struct io_uring_cqe *cqe;
 	if (r >= 0)
 		r = io_uring_peek_cqe(&b->ring, &cqe);
 	if (r < 0)
-		return r;
+		return r == -ETIME ? -ETIMEDOUT : r;
 	r = cqe->res;
 	io_uring_cqe_seen(&b->ring, cqe);
 	uint64_t cnt;
@@ -72,20 +103,69 @@ static int probe_cancel(struct blk_backend *b)
 
 #ifdef VMM_TEST_HOOKS
 /*
- * Test builds only: VMM_TEST_BLK_RING_FD=N registers fd N (a pipe whose
- * reads wait) as the ring's file instead of the image, so that
- * test_virtio_blk_faults can have a read in flight at a reset. The image
- * keeps its own fd for the size; a dup2 over it would not reach the ring.
+ * Test builds only (build/vmm-test and the unit tests that link the hooked
+ * objects), read by blk_backend_open:
+ *  - VMM_TEST_BLK_RING_FD=N registers fd N (a pipe whose reads wait) as the
+ *    ring's file instead of the image, so that a read can be in flight at a
+ *    reset. The image keeps its own fd for the size; a dup2 over it would
+ *    not reach the ring.
+ *  - VMM_TEST_BLK_CANCEL=nosqe: a drain's cancel finds no free SQE (a ring
+ *    whose SQ stays full); =miss: the cancel is submitted but stops nothing
+ *    (it names no request: -ENOENT), as a kernel that cannot stop a read.
+ *  - VMM_TEST_BLK_DRAIN_MS=N: the drain's bound, shortened from
+ *    BLK_DRAIN_WAIT_MS so a test that expires it takes no 5 s.
  */
+enum test_cancel { TEST_CANCEL_REAL, TEST_CANCEL_NOSQE, TEST_CANCEL_MISS };
+static enum test_cancel test_cancel;
+
+static void read_test_hooks(struct blk_backend *b)
+{
+	const char *c = getenv("VMM_TEST_BLK_CANCEL"), *ms = getenv("VMM_TEST_BLK_DRAIN_MS");
+	test_cancel = !c ? TEST_CANCEL_REAL : !strcmp(c, "nosqe") ? TEST_CANCEL_NOSQE
+			: !strcmp(c, "miss") ? TEST_CANCEL_MISS : TEST_CANCEL_REAL;
+	if (ms)
+		b->drain_wait_ms = (unsigned)atoi(ms);
+}
+
 static int ring_file(const struct blk_backend *b)
 {
 	const char *v = getenv("VMM_TEST_BLK_RING_FD");
 	return v ? atoi(v) : b->fd;
 }
+
+static bool test_no_cancel_sqe(void)
+{
+	return test_cancel == TEST_CANCEL_NOSQE;
+}
+
+static void test_miss_cancel(struct io_uring_sqe *sqe)
+{
+	if (test_cancel != TEST_CANCEL_MISS)
+		return;
+	io_uring_prep_cancel64(sqe, ~0ull, 0); /* a user_data no request carries */
+	sqe->fd = IMAGE_SLOT;
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data(sqe, NULL);
+}
 #else
+static void read_test_hooks(struct blk_backend *b)
+{
+	(void)b;
+}
+
 static int ring_file(const struct blk_backend *b)
 {
 	return b->fd;
+}
+
+static bool test_no_cancel_sqe(void)
+{
+	return false;
+}
+
+static void test_miss_cancel(struct io_uring_sqe *sqe)
+{
+	(void)sqe;
 }
 #endif
 
@@ -124,6 +204,8 @@ int blk_backend_open(struct blk_backend *b, const char *path, bool read_only, un
 	memset(b, 0, sizeof(*b));
 	b->fd = b->efd = -1;
 	b->read_only = read_only;
+	b->drain_wait_ms = BLK_DRAIN_WAIT_MS;
+	read_test_hooks(b);
 	b->fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (b->fd < 0)
 		return fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
@@ -333,8 +415,55 @@ unsigned blk_backend_reap(struct blk_backend *b)
 	while (read(b->efd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
 		;
 	unsigned done = reap_cqes(b);
+	if (b->draining && !b->inflight)
+		b->draining = false; /* the last of what a failed drain left out */
 	blk_backend_submit(b); /* resubmissions prepared by complete(); a failure ends them */
 	return done;
+}
+
+/*
+ * The drain's cancel, handed to the kernel: 0, -EBUSY when no SQE is free
+ * even after a submit (the SQ stays full while completions wait to be
+ * reaped), or the -errno of an io_uring_enter that refused it (taken back).
+ */
+static int send_cancel(struct blk_backend *b)
+{
+	struct io_uring_sqe *sqe = test_no_cancel_sqe() ? NULL : free_sqe(b);
+	if (!sqe)
+		return -EBUSY;
+	/*
+	 * One cancel for every request on the image's file: a read that waits
+	 * (a pipe, a stalled network disk) ends with -ECANCELED; one a worker
+	 * has already started cannot be stopped and is waited for.
+	 */
+	prep_cancel(sqe);
+	test_miss_cancel(sqe);
+	b->cancels++;
+	return blk_backend_submit(b);
+}
+
+/*
+ * Until nothing is in flight or the deadline passes: 0, -ETIMEDOUT, or the
+ * -errno of an io_uring_enter that cannot wait. The cancel is tried again
+ * while it has not reached the kernel (its SQE may free up once the
+ * completions that filled the CQ are reaped).
+ */
+static int drain_until(struct blk_backend *b, uint64_t deadline, bool sent)
+{
+	while (b->inflight) {
+		uint64_t now = now_ns();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		int r = wait_cqe_for(b, deadline - now);
+		if (r < 0 && r != -ETIME && r != -EINTR && r != -EBUSY)
+			return r;
+		reap_cqes(b);
+		if (!sent)
+			sent = send_cancel(b) == 0;
+		else
+			blk_backend_submit(b); /* a cancel a full CQ held back (-EBUSY) */
+	}
+	return 0;
 }
 
 int blk_backend_cancel_all(struct blk_backend *b)
@@ -342,41 +471,31 @@ int blk_backend_cancel_all(struct blk_backend *b)
 	if (!b->inflight)
 		return 0;
 	b->draining = true;
-	/*
-	 * One cancel for every request on the image's file: a read that waits
-	 * (a pipe, a stalled network disk) ends with -ECANCELED; one a worker
-	 * has already started cannot be stopped and is waited for.
-	 */
-	struct io_uring_sqe *sqe = free_sqe(b);
-	if (sqe) {
-		prep_cancel(sqe);
-		b->cancels++;
-	}
-	int err = 0;
-	while (b->inflight) {
-		int r = io_uring_submit_and_wait(&b->ring, 1);
-		if (r < 0 && r != -EINTR && r != -EBUSY) {
-			err = r;
-			break;
-		}
-		reap_cqes(b);
-	}
-	b->draining = false;
-	return err;
+	uint64_t deadline = now_ns() + (uint64_t)b->drain_wait_ms * 1000000ull;
+	bool sent = send_cancel(b) == 0;
+	if (!sent)
+		b->cancel_unsent++;
+	int err = drain_until(b, deadline, sent);
+	if (err == -ETIMEDOUT)
+		b->drain_timeouts++;
+	/* Left in flight: still draining, so no partial transfer goes round again (blk_backend_reap). */
+	b->draining = b->inflight != 0;
+	return b->inflight ? err : 0;
 }
 
-void blk_backend_close(struct blk_backend *b)
+int blk_backend_close(struct blk_backend *b)
 {
 	if (b->fd < 0)
-		return;
-	while (b->inflight) {
-		struct io_uring_cqe *cqe;
-		if (io_uring_submit_and_wait(&b->ring, 1) < 0 && io_uring_peek_cqe(&b->ring, &cqe) != 0)
-			break;
-		blk_backend_reap(b);
-	}
+		return 0;
+	int r = blk_backend_cancel_all(b);
+	/*
+	 * What is still out after the bound goes with the ring: the kernel
+	 * cancels it on exit and waits for it itself, not here. Its callbacks
+	 * never run (their requests are not freed).
+	 */
 	io_uring_queue_exit(&b->ring);
 	close(b->efd);
 	close(b->fd);
 	b->fd = b->efd = -1;
+	return r;
 }

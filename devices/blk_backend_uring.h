@@ -23,6 +23,23 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+/*
+ * The bound of a drain (a reset's cancel and wait, and the one at close):
+ * the cancel stops every queued request at once; what it cannot stop is
+ * I/O a kernel worker already runs on the image, one request of at most
+ * 254 segments, which a healthy disk, even a loaded rotating one or a
+ * network block device, finishes well inside a second. 5 s is far past
+ * that and short of what a guest survives inside one register write
+ * (Linux's soft-lockup watchdog: 20 s). Past it the host's storage is hung.
+ */
+#define BLK_DRAIN_WAIT_MS 5000u
+/*
+ * Set-up's probe of the cancel, with nothing in flight: the kernel posts its
+ * completion inline in the submitting io_uring_enter; 1 s only guards
+ * against one that never does.
+ */
+#define BLK_PROBE_WAIT_MS 1000u
+
 enum blk_op { BLK_OP_READ, BLK_OP_WRITE, BLK_OP_FLUSH };
 
 struct blk_io {
@@ -42,8 +59,11 @@ struct blk_backend {
 	uint64_t size; /* bytes */
 	struct io_uring ring;
 	unsigned inflight;
-	bool draining; /* blk_backend_cancel_all is waiting: no resubmission of partial transfers */
+	bool draining; /* a drain runs, or left I/O out: no resubmission of partial transfers */
+	unsigned drain_wait_ms; /* BLK_DRAIN_WAIT_MS (test builds: VMM_TEST_BLK_DRAIN_MS) */
 	uint64_t reads, writes, flushes, dsync_writes, errors, resubmits, cancels;
+	uint64_t cancel_unsent;  /* drains whose cancel found no SQE or was refused by io_uring_enter */
+	uint64_t drain_timeouts; /* drains that reached drain_wait_ms with I/O still out */
 	uint64_t submit_errors; /* io_uring_enter refused: the I/O it carried ended with that error */
 };
 
@@ -54,8 +74,13 @@ struct blk_backend {
  */
 int blk_backend_open(struct blk_backend *b, const char *path, bool read_only, unsigned depth, char *err,
 		     size_t errlen);
-/* Waits for everything in flight (running callbacks), then closes. */
-void blk_backend_close(struct blk_backend *b);
+/*
+ * Cancels what is in flight, waits for it at most drain_wait_ms (as
+ * blk_backend_cancel_all), then closes. 0, or blk_backend_cancel_all's
+ * -errno: I/O was still out, handed to the kernel's own ring exit (its
+ * callbacks never run), and may still write its buffers.
+ */
+int blk_backend_close(struct blk_backend *b);
 /* Prepares io; it starts at the next blk_backend_submit. -EROFS, -EBUSY. */
 int blk_backend_queue(struct blk_backend *b, struct blk_io *io);
 /*
@@ -72,10 +97,14 @@ int blk_backend_uring_fd(const struct blk_backend *b);
 /* Runs the callbacks of all finished I/O without blocking; returns how many finished. */
 unsigned blk_backend_reap(struct blk_backend *b);
 /*
- * Cancels everything in flight and blocks until every callback has run
- * (-ECANCELED, or the real result of an I/O that could not be stopped). After
- * it returns no I/O of this backend touches its buffers any more (a virtio
- * reset needs that). 0, or the -errno of io_uring_enter with I/O still out.
+ * Cancels everything in flight and waits until every callback has run
+ * (-ECANCELED, or the real result of an I/O that could not be stopped), at
+ * most drain_wait_ms in all. 0: no I/O of this backend touches its buffers
+ * any more (a virtio reset needs that). Otherwise I/O is still out and may:
+ * -ETIMEDOUT (the bound; cancel_unsent says whether the cancel never reached
+ * the kernel), or the -errno of an io_uring_enter that cannot wait. Its late
+ * completions come through blk_backend_reap, which no longer resubmits
+ * partial transfers until nothing is in flight.
  */
 int blk_backend_cancel_all(struct blk_backend *b);
 

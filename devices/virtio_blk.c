@@ -25,6 +25,9 @@ struct virtio_blk_pci {
 	char id[VIRTIO_BLK_ID_BYTES];
 	uint64_t generation; /* bumped by every reset: late completions of older requests are dropped */
 	unsigned in_flight;
+	void (*host_error)(void *ctx, const char *what); /* virtio_blk_pci_on_host_error */
+	void *host_error_ctx;
+	bool host_failed; /* host_error was called: once is enough, the run ends */
 	struct vq_buf scratch[VIRTIO_BLK_QUEUE_SIZE];
 	struct virtio_blk_stats st;
 };
@@ -258,17 +261,52 @@ static void notify(void *dev, unsigned q)
 }
 
 /*
+ * I/O of before the reset may still write guest memory: the transport holds
+ * the status at NEEDS_RESET, and the run is told (a host error: the disk
+ * did not give its requests back within BLK_DRAIN_WAIT_MS, or io_uring
+ * could not even wait for them), once.
+ */
+static void reset_failed(struct virtio_blk_pci *b, int err)
+{
+	b->st.reset_errors++;
+	if (b->host_failed || !b->host_error)
+		return;
+	b->host_failed = true;
+	char what[160];
+	if (err == -ETIMEDOUT)
+		snprintf(what, sizeof(what), "reset: %u request%s still in flight after %u ms%s", b->in_flight,
+			 b->in_flight == 1 ? "" : "s", b->be.drain_wait_ms,
+			 b->be.cancel_unsent ? " (its cancel could not be submitted)" : "");
+	else
+		snprintf(what, sizeof(what), "reset: cannot wait for %u request%s in flight: io_uring_enter: %s",
+			 b->in_flight, b->in_flight == 1 ? "" : "s", strerror(-err));
+	b->host_error(b->host_error_ctx, what);
+}
+
+/*
  * virtio 1.2 §2.4: once the driver reads status 0 again, the device writes
  * none of its buffers. The status read takes vp.lock, held here, so it
  * waits until every request in flight is cancelled or finished (dropped:
- * an older generation); the driver may then reuse that memory at once.
+ * an older generation), at most BLK_DRAIN_WAIT_MS; the driver may then
+ * reuse that memory at once. Past the bound (or when io_uring cannot wait)
+ * the status stays non-zero until reset_poll sees the last one come back.
  */
-static void reset(void *dev)
+static int reset(void *dev)
 {
 	struct virtio_blk_pci *b = dev;
 	b->generation++;
-	if (blk_backend_cancel_all(&b->be) < 0)
-		b->st.reset_errors++;
+	int r = blk_backend_cancel_all(&b->be);
+	if (r < 0)
+		reset_failed(b, r);
+	return r;
+}
+
+/* A held reset: late completions (dropped, an older generation) until none is in flight. */
+static int reset_poll(void *dev)
+{
+	struct virtio_blk_pci *b = dev;
+	blk_backend_reap(&b->be);
+	return b->in_flight ? -EBUSY : 0;
 }
 
 static const struct virtio_dev_ops blk_ops = {
@@ -280,6 +318,7 @@ static const struct virtio_dev_ops blk_ops = {
 	.cfg_read = cfg_read,
 	.notify = notify,
 	.reset = reset,
+	.reset_poll = reset_poll,
 };
 
 /* ---- public ---- */
@@ -326,6 +365,9 @@ struct virtio_blk_stats virtio_blk_pci_stats(struct virtio_blk_pci *b)
 	s.flushes = b->be.flushes;
 	s.dsync_writes = b->be.dsync_writes;
 	s.reset_cancels = b->be.cancels;
+	s.reset_cancel_unsent = b->be.cancel_unsent;
+	s.reset_timeouts = b->be.drain_timeouts;
+	s.resets_held = b->vp.resets_held;
 	s.submit_errors = b->be.submit_errors;
 	s.backend_errors = b->be.errors;
 	s.interrupts = b->vp.interrupts;
@@ -391,14 +433,29 @@ int virtio_blk_pci_create(struct pci_bus *bus, const char *path, bool read_only,
 	return 0;
 }
 
-void virtio_blk_pci_destroy(struct virtio_blk_pci *b)
+void virtio_blk_pci_on_host_error(struct virtio_blk_pci *b, void (*fn)(void *ctx, const char *what), void *ctx)
 {
+	pthread_mutex_lock(&b->vp.lock);
+	b->host_error = fn;
+	b->host_error_ctx = ctx;
+	pthread_mutex_unlock(&b->vp.lock);
+}
+
+int virtio_blk_pci_destroy(struct virtio_blk_pci *b, unsigned *left)
+{
+	unsigned ignored;
+	if (!left)
+		left = &ignored;
+	*left = 0;
 	if (!b)
-		return;
+		return 0;
 	pci_bus_remove(b->bus, &b->vp.pci);
 	pthread_mutex_lock(&b->vp.lock);
-	blk_backend_close(&b->be); /* runs the last callbacks, freeing their requests */
+	/* Runs the last callbacks, freeing their requests; bounded (BLK_DRAIN_WAIT_MS). */
+	int r = blk_backend_close(&b->be);
+	*left = b->in_flight;
 	pthread_mutex_unlock(&b->vp.lock);
 	virtio_pci_destroy(&b->vp);
 	free(b);
+	return r;
 }

@@ -17,8 +17,11 @@
  * outside guest memory, or an available index more than a queue ahead).
  *
  * A reset (status 0) cancels the I/O in flight and waits for what cannot be
- * cancelled before it returns, so once the driver reads status 0 no request
- * of before touches guest memory (virtio 1.2 §2.4). A submission io_uring
+ * cancelled before it returns, at most BLK_DRAIN_WAIT_MS, so once the driver
+ * reads status 0 no request of before touches guest memory (virtio 1.2
+ * §2.4). Past the bound, or when the cancel or the wait cannot be made, the
+ * status reads NEEDS_RESET until the last of them is back, and the VMM is
+ * told (virtio_blk_pci_on_host_error): it ends the run. A submission io_uring
  * refuses fails its requests with IOERR at once (counted, submit_errors),
  * and none of them runs later.
  *
@@ -35,7 +38,7 @@
  *     // (re-arm the one-shot poll each time) and when it is readable call
  *     virtio_blk_pci_process_completions(blk);
  *     // after the vCPUs have stopped, before guest memory goes:
- *     virtio_blk_pci_destroy(blk);
+ *     virtio_blk_pci_destroy(blk, &left);  // < 0: &left requests still out, keep guest memory mapped
  *
  * irq(ctx, level) is called with the device lock held, from a vCPU thread
  * (synchronous completions) or from the thread that processes completions:
@@ -91,7 +94,10 @@ struct virtio_blk_stats {
 	uint64_t reads, writes, flushes, dsync_writes; /* backend operations */
 	uint64_t interrupts, needs_reset;
 	uint64_t reset_cancels; /* resets that had I/O in flight to cancel (blk_backend_cancel_all) */
-	uint64_t reset_errors;  /* resets whose wait failed (io_uring_enter): I/O may still be out */
+	uint64_t reset_errors;  /* resets that left I/O in flight (bound reached, or io_uring_enter failed) */
+	uint64_t reset_timeouts;      /* ... of them, past BLK_DRAIN_WAIT_MS */
+	uint64_t reset_cancel_unsent; /* resets whose cancel found no SQE or was refused */
+	uint64_t resets_held;   /* resets whose status read NEEDS_RESET, not 0, while I/O was out */
 	uint64_t submit_errors; /* io_uring_enter refusals; their requests got IOERR */
 	uint64_t backend_errors; /* I/O the host failed (EIO, ENOSPC, EROFS, short file...): IOERR */
 	unsigned in_flight;
@@ -107,8 +113,22 @@ struct virtio_blk_stats {
 int virtio_blk_pci_create(struct pci_bus *bus, const char *path, bool read_only, const struct guest_mem *mem,
 			  uint8_t irq_line, void (*irq)(void *ctx, int level), void *ctx, struct virtio_blk_pci **out,
 			  char *err, size_t errlen, bool *host_fault);
-/* Waits for in-flight I/O, frees. The device must already be unreachable (vCPUs stopped). */
-void virtio_blk_pci_destroy(struct virtio_blk_pci *b);
+/*
+ * Cancels in-flight I/O and waits for it at most BLK_DRAIN_WAIT_MS, frees.
+ * The device must already be unreachable (vCPUs stopped). 0, or -errno
+ * (blk_backend_close) with *left (may be NULL) requests still out: they may
+ * still write guest memory, which must then stay mapped.
+ */
+int virtio_blk_pci_destroy(struct virtio_blk_pci *b, unsigned *left);
+/*
+ * fn(ctx, what) is called once, with the device lock held, from the thread
+ * that reset the device (a vCPU's), when a reset leaves I/O in flight
+ * (what: one line, e.g. "reset: 1 request still in flight after 5000 ms"):
+ * the host's storage is hung or io_uring refused the wait, and the device
+ * holds its status at NEEDS_RESET. The VMM ends the run (exit 6). It must
+ * not call back into the device.
+ */
+void virtio_blk_pci_on_host_error(struct virtio_blk_pci *b, void (*fn)(void *ctx, const char *what), void *ctx);
 
 /* Readable when backend completions wait. */
 int virtio_blk_pci_event_fd(const struct virtio_blk_pci *b);

@@ -77,9 +77,26 @@ static void reset(struct virtio_pci *vp)
 		vq_reset(&vp->vq[i]);
 	}
 	vp->resets++;
-	if (vp->ops->reset)
-		vp->ops->reset(vp->dev);
+	vp->reset_pending = vp->ops->reset && vp->ops->reset(vp->dev) < 0;
+	if (vp->reset_pending) {
+		/*
+		 * virtio 1.2 §4.1.4.3.2: the driver waits for status 0 before it
+		 * reuses its buffers, so status must not read 0 while the device
+		 * may still write them; NEEDS_RESET says why.
+		 */
+		vp->resets_held++;
+		virtio_pci_needs_reset(vp);
+	}
 	update_irq(vp);
+}
+
+/* A held reset completes once the device says nothing is left that could write guest memory. */
+static void settle_reset(struct virtio_pci *vp)
+{
+	if (!vp->reset_pending || (vp->ops->reset_poll && vp->ops->reset_poll(vp->dev) < 0))
+		return;
+	vp->reset_pending = false;
+	vp->status = 0;
 }
 
 /* ---- common configuration: a snapshot to read from and to merge writes into ---- */
@@ -116,9 +133,11 @@ static void common_snapshot(struct virtio_pci *vp, uint8_t b[0x40])
 static void write_status(struct virtio_pci *vp, uint8_t v)
 {
 	if (!v) {
-		reset(vp);
+		reset(vp); /* again while held: another bounded try */
 		return;
 	}
+	if (vp->reset_pending)
+		return; /* not reset yet: the driver may not start it */
 	uint8_t old = vp->status;
 	if ((v & VIRTIO_STATUS_FEATURES_OK) && !(old & VIRTIO_STATUS_FEATURES_OK)) {
 		/* Accept only features we offered, and only a virtio 1 driver. */
@@ -195,6 +214,7 @@ static const struct {
 static void common_io(struct virtio_pci *vp, unsigned off, uint8_t *data, unsigned len, bool is_write)
 {
 	uint8_t b[0x40];
+	settle_reset(vp);
 	common_snapshot(vp, b);
 	if (off >= sizeof(b) || len > sizeof(b) - off) {
 		if (!is_write)

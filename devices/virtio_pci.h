@@ -90,7 +90,13 @@ struct virtio_dev_ops {
 	void (*cfg_read)(void *dev, unsigned off, uint8_t *data, unsigned len);
 	void (*cfg_write)(void *dev, unsigned off, const uint8_t *data, unsigned len);
 	void (*notify)(void *dev, unsigned q); /* the driver kicked queue q (ready, DRIVER_OK) */
-	void (*reset)(void *dev);              /* the driver reset the device */
+	/*
+	 * The driver reset the device: 0 once none of its buffers can be
+	 * written any more, -errno while I/O of before may still be (then the
+	 * status reads DEVICE_NEEDS_RESET, not 0, until reset_poll says 0).
+	 */
+	int (*reset)(void *dev);
+	int (*reset_poll)(void *dev); /* non-blocking, on each access while a reset is pending */
 };
 
 struct virtio_pci_queue_cfg {
@@ -116,7 +122,9 @@ struct virtio_pci {
 	void *irq_ctx;
 	int irq_level;
 	bool intx_disabled;
+	bool reset_pending; /* reset() said I/O may still write guest memory: status is not 0 yet */
 	uint64_t interrupts, resets, needs_reset_events;
+	uint64_t resets_held; /* resets whose status stayed non-zero for I/O still out */
 };
 
 /* Builds the PCI function; the caller then puts vp->pci on a bus (pci_bus_add). */

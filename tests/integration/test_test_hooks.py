@@ -2,7 +2,8 @@
 Makefile HOOK_SRCS) is in the test build and absent from the shipped vmm
 (issue 31, item 8): a hook left in the shipped binary would let anyone with
 its environment make a run fail on purpose (lose an event-loop request,
-swap the disk ring's file, break the seccomp filter, fail a KVM_RUN) or stall a domain's
+swap the disk ring's file, fail or shorten the disk's reset drain, break the
+seccomp filter, fail a KVM_RUN) or stall a domain's
 slot threads. Checked by the hook's environment name in the binary's bytes
 and, for the function-pointer hook, by its symbol (nm)."""
 import subprocess
@@ -10,7 +11,7 @@ import subprocess
 import harness
 
 ENV_HOOKS = [b"VMM_TEST_SECCOMP_VIOLATE", b"VMM_TEST_EVLOOP_LOSE_AFTER", b"VMM_TEST_BLK_RING_FD",
-             b"VMM_TEST_KVM_RUN_ERRNO"]
+             b"VMM_TEST_KVM_RUN_ERRNO", b"VMM_TEST_BLK_CANCEL", b"VMM_TEST_BLK_DRAIN_MS"]
 SYMBOL_HOOKS = ["dlink_test_gap"]
 
 

@@ -96,7 +96,7 @@ static inline void vd_bus_init(struct vdrv *d)
 
 static inline void vd_bus_fini(struct vdrv *d)
 {
-	virtio_blk_pci_destroy(d->blk);
+	CHECK_EQ(virtio_blk_pci_destroy(d->blk, NULL), 0); /* nothing left out */
 	d->blk = NULL;
 	pci_bus_destroy(&d->bus);
 	free(d->ram);

@@ -247,10 +247,11 @@ void vm_destroy(struct vm *vm)
 		vcpu_destroy(&vm->vcpus[i]);
 	free(vm->vcpus);
 	free(vm->hc.reports);
-	vm_linux_destroy(vm); /* Linux guests */
+	bool mem_busy = vm_linux_destroy(vm); /* Linux guests */
 	if (vm->uart.out)
 		uart8250_destroy(&vm->uart);
-	if (vm->mem)
+	/* Not under a read the disk could not stop: it would land in whatever is mapped there next. */
+	if (vm->mem && !mem_busy)
 		munmap(vm->mem, vm->cfg->mem_bytes);
 	if (vm->fd >= 0)
 		close(vm->fd);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "devices/blk_backend_uring.h"
 #include "vcpu/kvm_vmcall_probe.h"
 #include "vmm/linux/acpi.h"
 #include "vmm/errors.h"
@@ -132,6 +133,20 @@ static void blk_completions(void *ctx)
 	virtio_blk_pci_process_completions(ctx);
 }
 
+/*
+ * A reset that left I/O in flight (the disk hung past BLK_DRAIN_WAIT_MS, or
+ * io_uring could not wait): the device holds its status at NEEDS_RESET, the
+ * guest's driver would wait on it for ever; the run ends as a host error.
+ * From the resetting vCPU's thread: fprintf and run_request_stop only.
+ */
+static void blk_host_error(void *opaque, const char *what)
+{
+	struct vm *vm = opaque;
+	fprintf(stderr, "vmm: --disk %s (virtio-blk, PCI 00:%02x.0): %s; a host error, the run ends\n",
+		vm->cfg->disk_path, virtio_blk_pci_slot(vm->linux_guest->blk), what);
+	run_request_stop(vm->ctl, VM_STOP_HOST_ERROR, (int)vm->id, -1, 0);
+}
+
 /* The PCI host bridge, and virtio-blk behind it when -d was given. */
 static int linux_pci(struct vm *vm, struct vm_error *err)
 {
@@ -158,6 +173,7 @@ static int linux_pci(struct vm *vm, struct vm_error *err)
 				  blk_irq, vm, &l->blk, why, sizeof(why), &host_fault);
 	if (r)
 		return vm_error_set(err, host_fault ? VMM_EXIT_HOST_ERROR : VMM_EXIT_USAGE, r, "--disk: %s", why);
+	virtio_blk_pci_on_host_error(l->blk, blk_host_error, vm);
 	return vm_add_poller(vm, virtio_blk_pci_event_fd(l->blk), blk_completions, l->blk);
 }
 
@@ -192,13 +208,22 @@ int vm_linux_blk_uring_fd(const struct vm *vm)
 	return l && l->blk ? virtio_blk_pci_uring_fd(l->blk) : -1;
 }
 
-void vm_linux_destroy(struct vm *vm)
+bool vm_linux_destroy(struct vm *vm)
 {
 	struct vm_linux *l = vm->linux_guest;
-	if (l && l->blk)
-		virtio_blk_pci_destroy(l->blk); /* vCPUs have stopped: nothing reaches it */
+	bool mem_busy = false;
+	unsigned left = 0;
+	/* vCPUs have stopped: nothing reaches it; its drain is bounded (BLK_DRAIN_WAIT_MS) */
+	int r = l && l->blk ? virtio_blk_pci_destroy(l->blk, &left) : 0;
+	if (r < 0 && left) {
+		fprintf(stderr, "vmm: --disk %s: %u request%s still in flight at shutdown after %u ms (%s); "
+			"guest memory stays mapped until the process exits\n", vm->cfg->disk_path, left,
+			left == 1 ? "" : "s", BLK_DRAIN_WAIT_MS, strerror(-r));
+		mem_busy = true;
+	}
 	if (l && l->pci_ready)
 		pci_bus_destroy(&l->pci);
 	free(vm->linux_guest);
 	vm->linux_guest = NULL;
+	return mem_busy;
 }

@@ -21,6 +21,7 @@
 #ifndef VMM_VM_LINUX_H
 #define VMM_VM_LINUX_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lib/guest_mem.h"
@@ -61,7 +62,11 @@ struct vm_linux {
 int vm_linux_load(struct vm *vm, struct vm_error *err);
 /* After the UART and buses exist, before vCPUs: irqchip, PIT, ports, IRQ 4. */
 int vm_linux_devices(struct vm *vm, struct vm_error *err);
-void vm_linux_destroy(struct vm *vm);
+/*
+ * True when the disk left I/O in flight past its bound at shutdown (said on
+ * stderr): that I/O may still write guest memory, so it must stay mapped.
+ */
+bool vm_linux_destroy(struct vm *vm);
 /* For the seccomp filters: the virtio-blk backend's io_uring fd, -1 without -d. */
 int vm_linux_blk_uring_fd(const struct vm *vm);
 

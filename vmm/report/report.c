@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices/blk_backend_uring.h"
 #include "vcpu/x86/regs_dump.h"
 #include "vmm/errors.h"
 #include "vmm/core/vm_linux.h"
@@ -255,8 +256,10 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 			(unsigned long long)d.backend_errors, (unsigned long long)d.submit_errors,
 			(unsigned long long)d.unsupp, (unsigned long long)d.bad_chains);
 		if (d.reset_errors)
-			fprintf(out, "disk       %llu resets could not wait for the I/O in flight (io_uring_enter failed): it may have written guest memory after the reset\n",
-				(unsigned long long)d.reset_errors);
+			fprintf(out, "disk       %llu resets left I/O in flight (%llu past the %u ms bound, %llu with no cancel submitted): "
+				"the status read NEEDS_RESET, not 0, until it was back; the run ended as a host error\n",
+				(unsigned long long)d.reset_errors, (unsigned long long)d.reset_timeouts, BLK_DRAIN_WAIT_MS,
+				(unsigned long long)d.reset_cancel_unsent);
 	}
 	if (r->ple_note[0])
 		fprintf(out, "note       --spin-detect ple: %s\n", r->ple_note);

@@ -37,6 +37,7 @@ static void json_linux(struct json_out *o, json_t *parent, const struct run *r)
 		json_out_u64(o, disk_stats, "malformed", d.bad_chains);
 		json_out_u64(o, disk_stats, "resets_cancelling_io", d.reset_cancels);
 		json_out_u64(o, disk_stats, "reset_errors", d.reset_errors);
+		json_out_u64(o, disk_stats, "reset_timeouts", d.reset_timeouts);
 	}
 	if (lx) {
 		json_out_str(o, kernel, "cpuid_mask", lx->mask_note);
