@@ -175,7 +175,7 @@ static void on_listen(struct agent *a)
 static void refuse(struct agent *a, int c, int code, const char *why)
 {
 	struct agent_conn *k = &a->conn[c];
-	fprintf(stderr, "vmm: domain %s: refused a message from pid %d (uid %u): %s\n", a->o->name, (int)k->pid,
+	fprintf(a->log, "vmm: domain %s: refused a message from pid %d (uid %u): %s\n", a->o->name, (int)k->pid,
 		(unsigned)k->uid, why);
 	a->refused++;
 	agent_send_error(k->fd, code, "%s", why);
@@ -190,7 +190,7 @@ static void refuse(struct agent *a, int c, int code, const char *why)
 static void eject(struct agent *a, int m, const char *why)
 {
 	struct agent_member *am = &a->mem[m];
-	fprintf(stderr, "vmm: domain %s: member %d (pid %d) ejected: %s\n", a->o->name, m, (int)am->pid, why);
+	fprintf(a->log, "vmm: domain %s: member %d (pid %d) ejected: %s\n", a->o->name, m, (int)am->pid, why);
 	if (am->conn >= 0 && a->conn[am->conn].fd >= 0)
 		agent_send_error(a->conn[am->conn].fd, -EDQUOT, "ejected: %s", why);
 	agent_leave(a, m, "ejected");
@@ -396,6 +396,7 @@ static int agent_init(struct agent *a, const struct dom_agent_opts *o, char *why
 	memset(a, 0, sizeof(*a));
 	a->o = o;
 	a->lsock = a->sigfd = a->dirfd = -1;
+	a->log = stderr;
 	a->max_members = o->max_members ? o->max_members : 256;
 	a->max_conns = a->max_members + 64;
 	a->owner = geteuid();

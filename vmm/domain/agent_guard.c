@@ -67,7 +67,7 @@ int agent_guard_set(const struct agent *a, int c, int m, const struct dom_msg_se
 		return -EPERM;
 	}
 	/* a VM's own process is the one party that gains from its weight */
-	if ((s->what & DOM_SET_WEIGHT) && k->pid == a->mem[m].pid && s->weight > a->core->mem[m].weight) {
+	if (m >= 0 && (s->what & DOM_SET_WEIGHT) && k->pid == a->mem[m].pid && s->weight > a->core->mem[m].weight) {
 		snprintf(why, len, "set: a member cannot raise its own weight (%u to %u)", a->core->mem[m].weight,
 			 s->weight);
 		return -EPERM;

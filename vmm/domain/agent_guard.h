@@ -15,7 +15,7 @@
 int agent_guard_accept(struct agent *a, uid_t uid);
 /* JOIN on connection c asking for weight: 0, or -EPERM with why. */
 int agent_guard_join(const struct agent *a, int c, uint32_t weight, char *why, size_t len);
-/* SET on connection c of member m: 0, or -EPERM with why. */
+/* SET on connection c of member m (-1: none such): 0, or -EPERM with why. */
 int agent_guard_set(const struct agent *a, int c, int m, const struct dom_msg_set *s, char *why, size_t len);
 /* After member m's doorbell (rings counted by its eventfd, rewrites the
  * req words that changed): NULL, or why it is to be ejected. */

@@ -9,6 +9,7 @@
 #include <liburing.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "sched/domain_core.h"
@@ -53,6 +54,7 @@ struct agent_member {
 
 struct agent {
 	const struct dom_agent_opts *o;
+	FILE *log;                   /* its one-line events: stderr (a fuzzer's rig: /dev/null) */
 	char dir[108], sock_path[108], pid_path[108];
 	int lsock, sigfd;
 	int dirfd;                   /* the domain's directory, walked by dom_dir_open */

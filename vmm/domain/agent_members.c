@@ -98,7 +98,7 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 	if (!rc) {
 		rc = dom_confine_member(&a->confine, k->pid, j->weight);
 		if (rc)
-			fprintf(stderr, "vmm: domain %s: cannot put pid %d into its cgroup: %s\n", a->o->name, (int)k->pid,
+			fprintf(a->log, "vmm: domain %s: cannot put pid %d into its cgroup: %s\n", a->o->name, (int)k->pid,
 				strerror(-rc));
 	}
 	struct dom_msg_join_ok ok;
@@ -113,7 +113,7 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 	if (!rc)
 		rc = agent_poll(a, am->pidfd, agent_tag(AEV_PID, am->gen, m));
 	if (rc) {
-		fprintf(stderr, "vmm: domain %s: cannot take pid %d in: %s\n", a->o->name, (int)k->pid, strerror(-rc));
+		fprintf(a->log, "vmm: domain %s: cannot take pid %d in: %s\n", a->o->name, (int)k->pid, strerror(-rc));
 		agent_send_error(k->fd, rc, "the agent could not set up the membership: %s", strerror(-rc));
 		dom_core_leave(a->core, m, agent_now());
 		agent_apply(a);
@@ -125,7 +125,7 @@ int agent_join(struct agent *a, int c, const struct dom_msg_join *j)
 	k->member = m;
 	a->joins++;
 	a->nmembers++;
-	fprintf(stderr, "vmm: domain %s: member %d joined: pid %d, uid %u, vm '%s', %u vCPUs on %d seats, weight %u, %s%s\n",
+	fprintf(a->log, "vmm: domain %s: member %d joined: pid %d, uid %u, vm '%s', %u vCPUs on %d seats, weight %u, %s%s\n",
 		a->o->name, m, (int)k->pid, (unsigned)k->uid, am->vm_name, j->nvcpus, nseats, j->weight, am->policy,
 		(j->flags & DOM_JOIN_GANG) ? " (seats granted together)" : "");
 	return 0;
@@ -146,7 +146,7 @@ void agent_leave(struct agent *a, int m, const char *why)
 	int c = am->conn;
 	if (c >= 0 && a->conn[c].fd >= 0 && a->conn[c].member == m)
 		agent_conn_close(a, c);
-	fprintf(stderr, "vmm: domain %s: member %d (pid %d) left: %s; slot time %.3f s, %llu reclaims, %llu revokes obeyed in %.2f ms mean, %.2f ms max\n",
+	fprintf(a->log, "vmm: domain %s: member %d (pid %d) left: %s; slot time %.3f s, %llu reclaims, %llu revokes obeyed in %.2f ms mean, %.2f ms max\n",
 		a->o->name, m, (int)am->pid, why, (double)st.held_ns / 1e9, (unsigned long long)st.reclaims,
 		(unsigned long long)am->gave_back, am->gave_back ? (double)am->gave_back_ns / (double)am->gave_back / 1e6 : 0.0,
 		(double)am->gave_back_max_ns / 1e6);

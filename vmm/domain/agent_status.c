@@ -228,20 +228,21 @@ void agent_set(struct agent *a, int c, const struct dom_msg_set *s)
 	for (int i = 0; s->member < 0 && i < a->max_members; i++)
 		if (a->mem[i].conn >= 0 && a->mem[i].pid == s->pid)
 			m = i;
+	/* the caller's right first: another uid learns nothing of the members */
+	char gwhy[160];
+	int grc = agent_guard_set(a, c, m, s, gwhy, sizeof(gwhy));
+	if (grc) {
+		fprintf(a->log, "vmm: domain %s: refused a set from pid %d (uid %u): %s\n", a->o->name,
+			(int)a->conn[c].pid, (unsigned)a->conn[c].uid, gwhy);
+		a->refused++;
+		agent_send_error(fd, grc, "%s", gwhy);
+		return;
+	}
 	if (m < 0) {
 		if (s->member >= 0)
 			agent_send_error(fd, -ESRCH, "no member %d in domain %s", s->member, a->o->name);
 		else
 			agent_send_error(fd, -ESRCH, "no member with pid %d in domain %s", s->pid, a->o->name);
-		return;
-	}
-	char gwhy[160];
-	int grc = agent_guard_set(a, c, m, s, gwhy, sizeof(gwhy));
-	if (grc) {
-		fprintf(stderr, "vmm: domain %s: refused a set from pid %d (uid %u): %s\n", a->o->name, (int)a->conn[c].pid,
-			(unsigned)a->conn[c].uid, gwhy);
-		a->refused++;
-		agent_send_error(fd, grc, "%s", gwhy);
 		return;
 	}
 	struct agent_member *am = &a->mem[m];
@@ -255,12 +256,12 @@ void agent_set(struct agent *a, int c, const struct dom_msg_set *s)
 		__atomic_store_n(&dom_shm_live(&am->shm)->weight, s->weight, __ATOMIC_RELEASE);
 		rc = dom_confine_weight(&a->confine, am->pid, s->weight);
 		if (rc) /* the books changed; the kernel's share did not */
-			fprintf(stderr, "vmm: domain %s: member %d: cgroup weight not changed: %s\n", a->o->name, m,
+			fprintf(a->log, "vmm: domain %s: member %d: cgroup weight not changed: %s\n", a->o->name, m,
 				strerror(-rc));
 		agent_mark_dirty(a, m); /* the member marks it in its report */
 		agent_apply(a);
 		am->weight_set_ns = now;
-		fprintf(stderr, "vmm: domain %s: member %d: weight %u\n", a->o->name, m, s->weight);
+		fprintf(a->log, "vmm: domain %s: member %d: weight %u\n", a->o->name, m, s->weight);
 	}
 	if (s->what & DOM_SET_POLICY) {
 		/* The books first: a gang needs its seats granted together. */
@@ -278,7 +279,7 @@ void agent_set(struct agent *a, int c, const struct dom_msg_set *s)
 		am->policy_set_ns = now;
 		agent_mark_dirty(a, m);
 		agent_apply(a);
-		fprintf(stderr, "vmm: domain %s: member %d: yield policy %s\n", a->o->name, m, s->policy);
+		fprintf(a->log, "vmm: domain %s: member %d: yield policy %s\n", a->o->name, m, s->policy);
 	}
 	struct dom_msg_ok ok;
 	int n = dom_proto_ok(&ok, now);
