@@ -194,6 +194,26 @@ def test_an_agent_socket_held_by_another_uid_is_not_dialled():
             s.close()
 
 
+def test_a_wedged_agent_cannot_hang_a_client():
+    """A listener that takes connections and never answers (a stopped or
+    wedged agent): status gives up after its bound (DOM_DIAL_TIMEOUT_S,
+    5 s) with one line, not never."""
+    with tempfile.TemporaryDirectory() as t:
+        os.mkdir(os.path.join(t, "g"), 0o750)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.bind(os.path.join(t, "g", "ctl.sock"))
+        s.listen(4)
+        try:
+            t0 = time.monotonic()
+            p = subprocess.run([harness.vmm_path(), "domain", "status", "g"], capture_output=True, text=True,
+                               timeout=60, env=dict(os.environ, VMM_DOMAIN_DIR=t))
+            took = time.monotonic() - t0
+        finally:
+            s.close()
+        assert p.returncode == HOST_ERROR and "no answer from the agent" in p.stderr, (p.returncode, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and 4.0 < took < 30.0, (took, p.stderr)
+
+
 # ---- who may do what ----
 
 def test_set_is_for_the_owner_and_a_member_cannot_raise_its_own_weight():

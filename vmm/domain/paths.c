@@ -107,8 +107,8 @@ static int dial_path(const char *domain, const char *path, char *why, size_t len
 		close(fd);
 		return rc;
 	}
-	/* a hung agent must not hang a join */
-	struct timeval tv = { .tv_sec = 5 };
+	/* a hung agent must not hang a join, a status or a set */
+	struct timeval tv = { .tv_sec = DOM_DIAL_TIMEOUT_S };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	return fd;

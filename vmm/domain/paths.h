@@ -10,6 +10,10 @@
 #include <stddef.h>
 
 #define DOM_DIR_ENV "VMM_DOMAIN_DIR" /* overrides the base directory */
+/* Every send to and receive from the agent gives up after this: a healthy
+ * agent answers in microseconds; one stopped or wedged must not hang a
+ * member's start or an admin's command. */
+#define DOM_DIAL_TIMEOUT_S 5
 
 /* 0, or -EINVAL with why filled: 1..31 of [A-Za-z0-9_.-], not starting with '.' */
 int dom_name_check(const char *name, char *why, size_t len);
@@ -18,7 +22,8 @@ int dom_name_check(const char *name, char *why, size_t len);
 int dom_base_dir(char *buf, size_t len);
 /* base/NAME[/leaf]; -ENAMETOOLONG past len or past a socket address's limit */
 int dom_path(const char *name, const char *leaf, char *buf, size_t len);
-/* A connection to domain NAME's agent (send and receive time out after 5 s:
+/* A connection to domain NAME's agent (send and receive time out after
+ * DOM_DIAL_TIMEOUT_S:
  * a hung agent cannot hang its caller), once its directory passed
  * dom_dir_open and its listener is root or this user (SO_PEERCRED). The fd,
  * or -ENOENT (no agent there), -EACCES (the domain's permissions), -EPERM
