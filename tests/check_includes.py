@@ -27,7 +27,14 @@ import tempfile
 # is its own part because the guest may include it and nothing else of ours.
 PARTS = [
     ("vmm/main.c", "vmm/main"),
-    ("vmm/bench/", "vmm/bench"),
+    # the bench harness's layers, each a part of its own (vmm/bench/README.md)
+    ("vmm/bench/matrix/", "vmm/bench/matrix"),
+    ("vmm/bench/cli/", "vmm/bench/cli"),
+    ("vmm/bench/exec/", "vmm/bench/exec"),
+    ("vmm/bench/stats/", "vmm/bench/stats"),
+    ("vmm/bench/report/", "vmm/bench/report"),
+    ("vmm/bench/fleet/", "vmm/bench/fleet"),
+    ("vmm/bench/", "vmm/bench"),  # bench.c, bench.h: `vmm bench` itself, the top
     ("vmm/cli/", "vmm/cli"),
     ("vmm/report/", "vmm/report"),
     ("vmm/core/", "vmm/core"),
@@ -55,11 +62,24 @@ _BELOW_VMM = ["vcpu", "sched", "hypercalls", "abi", "devices", "lib"]
 # Part -> the parts it may include (itself always). Down only: no cycle, which
 # self_test() checks of this table. Within vmm/, top to bottom: main; bench;
 # cli, report; core; sandbox, spin, linux, boot, domain; host (KVM device, event
-# loop, files); vmm (config.h, errors.h).
+# loop, files); vmm (config.h, errors.h). Within vmm/bench/, top to bottom:
+# bench (the command); fleet (shards, merge); report; stats; exec, cli; matrix.
+# main sees only the top (bench.h), never a layer inside.
 _VMM_BASE = ["vmm/host", "vmm"] + _BELOW_VMM
+# What every bench layer may use outside the harness: it runs vmm as a child
+# and parses values as vmm run does, never a VM in-process.
+_BENCH_OUT = ["vmm/cli", "vmm/report", "vmm/core"] + _VMM_BASE
 ALLOWED = {
     "vmm/main": ["vmm/bench", "vmm/cli", "vmm/report", "vmm/core", "vmm/domain"] + _VMM_BASE,
-    "vmm/bench": ["vmm/cli", "vmm/report", "vmm/core"] + _VMM_BASE,
+    "vmm/bench": ["vmm/bench/fleet", "vmm/bench/report", "vmm/bench/stats", "vmm/bench/exec",
+                  "vmm/bench/cli", "vmm/bench/matrix"] + _BENCH_OUT,
+    "vmm/bench/fleet": ["vmm/bench/report", "vmm/bench/stats", "vmm/bench/exec", "vmm/bench/cli",
+                        "vmm/bench/matrix"] + _BENCH_OUT,
+    "vmm/bench/report": ["vmm/bench/stats", "vmm/bench/exec", "vmm/bench/matrix"] + _BENCH_OUT,
+    "vmm/bench/stats": ["vmm/bench/exec", "vmm/bench/matrix"] + _BENCH_OUT,
+    "vmm/bench/exec": ["vmm/bench/matrix"] + _BENCH_OUT,
+    "vmm/bench/cli": ["vmm/bench/matrix"] + _BENCH_OUT,
+    "vmm/bench/matrix": _BENCH_OUT,
     "vmm/cli": _VMM_BASE,
     "vmm/report": ["vmm/core", "vmm/linux", "vmm/domain"] + _VMM_BASE,
     "vmm/core": ["vmm/sandbox", "vmm/spin", "vmm/linux", "vmm/boot", "vmm/domain"] + _VMM_BASE,
@@ -230,6 +250,24 @@ SELF_CASES = [
     ("a quoted include of no file fails", {
         "sched/s.c": '#include "sched/gone.h"\n',
     }, ["sched/s.c"]),
+    ("bench layers point down: report may use stats, exec and matrix", {
+        "vmm/bench/report/table.c": '#include "vmm/bench/stats/stats.h"\n#include "vmm/bench/exec/exec.h"\n',
+        "vmm/bench/stats/stats.h": '#include "vmm/bench/matrix/types.h"\n', "vmm/bench/exec/exec.h": "",
+        "vmm/bench/matrix/types.h": "", "vmm/main.c": '#include "vmm/bench/bench.h"\n',
+        "vmm/bench/bench.h": '#include "vmm/bench/fleet/fleet.h"\n', "vmm/bench/fleet/fleet.h": "",
+    }, []),
+    ("a lower bench layer may not include a higher one", {
+        "vmm/bench/stats/ci.c": '#include "vmm/bench/report/report.h"\n', "vmm/bench/report/report.h": "",
+        "vmm/bench/matrix/shard.c": '#include "vmm/bench/exec/exec.h"\n', "vmm/bench/exec/exec.h": "",
+    }, ["vmm/bench/stats/ci.c", "vmm/bench/matrix/shard.c"]),
+    ("exec and cli sit side by side: neither includes the other", {
+        "vmm/bench/exec/cell.c": '#include "vmm/bench/cli/cli.h"\n', "vmm/bench/cli/cli.h": "",
+        "vmm/bench/cli/options.c": '#include "vmm/bench/exec/exec.h"\n', "vmm/bench/exec/exec.h": "",
+    }, ["vmm/bench/exec/cell.c", "vmm/bench/cli/options.c"]),
+    ("no bench layer includes the command above it, and main only the command", {
+        "vmm/bench/fleet/merge.c": '#include "vmm/bench/bench.h"\n', "vmm/bench/bench.h": "",
+        "vmm/main.c": '#include "vmm/bench/exec/exec.h"\n', "vmm/bench/exec/exec.h": "",
+    }, ["vmm/bench/fleet/merge.c", "vmm/main.c"]),
     ("lib is the floor: it includes nothing above", {
         "lib/l.h": '#include "devices/io_bus.h"\n', "devices/io_bus.h": "",
     }, ["lib/l.h"]),

@@ -1,4 +1,4 @@
-/* libFuzzer: the bench's report reader (vmm/bench/bench_json.c: our path
+/* libFuzzer: the bench's report reader (vmm/bench/exec/json.c: our path
  * lookup over jansson's parser) on the input as one document, then asked for
  * the paths the bench asks for and for paths cut from the input itself. A
  * document is refused or read; either way nothing leaks or crashes, and a
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/bench/bench.h"
+#include "vmm/bench/exec/exec.h"
 
 static const char *const paths[] = {
 	"ops_per_s", "mutual_exclusion_ok", "vms.0.ops_per_s", "start_ns", "start_late_ns", "start_wait_ns",

@@ -1,5 +1,5 @@
 /* libFuzzer: what `vmm bench merge` trusts least, a shard's results.json
- * from another host (vmm/bench/bench_load.c over jansson). The input is
+ * from another host (vmm/bench/fleet/load.c over jansson). The input is
  * the file; it is read, its options rebuilt through bench_parse, its
  * matrix built and its runs staged, as the merge does. A file is refused
  * with a reason or taken; either way nothing leaks or crashes, and what is
@@ -12,7 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vmm/bench/bench_shard.h"
+#include "vmm/bench/fleet/fleet.h"
+#include "vmm/bench/matrix/matrix.h"
 
 static char path[64];
 

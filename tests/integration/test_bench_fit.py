@@ -9,7 +9,7 @@ import os
 import bench_stats_ref
 import test_bench_merge as tbm
 
-# the synthetic shape (vmm/bench/bench_synth.c)
+# the synthetic shape (vmm/bench/exec/synth.c)
 SYN_A, SYN_C, SYN_SLOT_C, SYN_SHARE = 0.02, 60.0, 30.0, 0.98
 
 SWEEP = ["--test-synthetic", "--locks", "tas,pvticket", "--policies", "host,pv,none",
@@ -25,7 +25,7 @@ def close(a, b, rel=1e-9):
 
 
 def fit(xs, ys):
-    """loss = a + C/slice by least squares, as written out, not as bench_fit.c computes it."""
+    """loss = a + C/slice by least squares, as written out, not as stats/fit.c computes it."""
     us = [1 / x for x in xs]
     n = len(us)
     mu, my = sum(us) / n, sum(ys) / n

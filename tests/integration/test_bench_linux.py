@@ -1,4 +1,4 @@
-"""`vmm bench` with Linux workloads (vmm/bench/bench_linux.c): a Linux guest
+"""`vmm bench` with Linux workloads (vmm/bench/exec/linux.c): a Linux guest
 booted from Debian's kernel and the workload initramfs under vmm, and the
 same kernel under QEMU -accel kvm on the same CPUs, each run's ops/s read
 from the guest's own result line. Speeds are for `vmm bench` to publish

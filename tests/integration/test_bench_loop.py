@@ -14,7 +14,7 @@ LC = ["--test-synthetic", "--locks", "tas", "--policies", "pv,none", "--loop-cpu
       "--overcommit", "1,2", "--reps", "5", "--pcpus", "2", "--duration", "100ms", "--no-plot",
       "--no-micro"]
 
-# where the synthetic loop ran (bench_synth.c): auto takes the first CPU past the slots
+# where the synthetic loop ran (exec/synth.c): auto takes the first CPU past the slots
 RAN = {"auto": 2, "none": -1, "1": 1}
 
 

@@ -1,4 +1,4 @@
-"""`vmm bench`'s targets table (vmm/bench/bench_targets.c) without KVM:
+"""`vmm bench`'s targets table (vmm/bench/report/targets.c) without KVM:
 --test-synthetic gives deterministic made-up cells, and each verdict in
 results.json must be what the rules in BENCHMARKS.md ("Targets") give when
 recomputed here from the cells themselves; the text table must say the same;

@@ -8,8 +8,9 @@
 
 #include <string.h>
 
-#include "vmm/bench/bench.h"
-#include "vmm/bench/bench_shard.h"
+#include "vmm/bench/cli/cli.h"
+#include "vmm/bench/matrix/matrix.h"
+#include "vmm/bench/matrix/shard.h"
 
 static inline void matrix(struct bench_opts *o, struct bench_matrix *m, int argc, char **argv)
 {

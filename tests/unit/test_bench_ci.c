@@ -1,6 +1,6 @@
 /*
- * The bench's intervals and its pooled 1x (vmm/bench/bench_ci.c,
- * bench_stats.c, bench_matrix.c): order-statistic CIs of known small
+ * The bench's intervals and its pooled 1x (vmm/bench/stats/ci.c,
+ * stats/stats.c, matrix/matrix.c): order-statistic CIs of known small
  * samples, the bootstrap's determinism and bounds, the pool's members, and
  * the slice/defer dimensions' keys and command lines.
  */
@@ -11,7 +11,9 @@
 
 #include "tests/unit/check.h"
 #include "tests/unit/bench_matrix_test.h"
-#include "vmm/bench/bench_shard.h"
+#include "vmm/bench/exec/exec.h"
+#include "vmm/bench/matrix/shard.h"
+#include "vmm/bench/stats/stats.h"
 
 static bool near(double a, double b)
 {

@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "tests/unit/check.h"
-#include "vmm/bench/bench.h"
+#include "vmm/bench/exec/exec.h"
+#include "vmm/bench/matrix/matrix.h"
+#include "vmm/bench/stats/stats.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
 

@@ -1,5 +1,5 @@
 /*
- * The bench's report reader (vmm/bench/bench_json.c, jansson underneath):
+ * The bench's report reader (vmm/bench/exec/json.c, jansson underneath):
  * a real report (the golden one test_report_json checks) reads the numbers
  * that were written, and hostile documents, the kind a foreign shard could
  * hold, are refused with -EINVAL without a crash (run it under valgrind or
@@ -15,7 +15,7 @@
 
 #include "tests/unit/check.h"
 #include "tests/unit/json_compare.h"
-#include "vmm/bench/bench.h"
+#include "vmm/bench/exec/exec.h"
 
 static bool near(double a, double b)
 {

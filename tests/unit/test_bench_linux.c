@@ -1,6 +1,6 @@
 /*
- * Linux workloads in `vmm bench` (vmm/bench/bench_linux.c, bench_matrix.c,
- * bench_cli.c, bench_stats.c, bench_targets.c): the cells a Linux workload
+ * Linux workloads in `vmm bench` (vmm/bench/exec/linux.c, matrix/matrix.c,
+ * cli/options.c, stats/stats.c, report/targets.c): the cells a Linux workload
  * makes (QEMU's only for it, no lock, threshold or second VM), the pools
  * kept per VMM, the QEMU twin of each vmm cell, both command lines, the
  * result line /init prints, vs qemu with its interval, and its target.
@@ -15,6 +15,9 @@
 
 #include "tests/unit/check.h"
 #include "tests/unit/bench_matrix_test.h"
+#include "vmm/bench/exec/exec.h"
+#include "vmm/bench/report/report.h"
+#include "vmm/bench/stats/stats.h"
 
 static char kernel[] = "/tmp/vmm-test-bench-linux.XXXXXX";
 

@@ -1,6 +1,6 @@
 /*
- * --loop-cpu as a bench dimension (vmm/bench/bench_loop.c, bench_matrix.c,
- * bench_exec.c, bench_sched.c, bench_stats.c): the cells it makes and their
+ * --loop-cpu as a bench dimension (vmm/bench/matrix/loop.c, matrix/matrix.c,
+ * exec/args.c, exec/sched.c, stats/stats.c): the cells it makes and their
  * keys, the command lines, the 1x pools kept apart per placement, and where
  * the loop ran, read back from the reports and summed over K processes.
  */
@@ -11,7 +11,9 @@
 
 #include "tests/unit/check.h"
 #include "tests/unit/bench_matrix_test.h"
-#include "vmm/bench/bench_shard.h"
+#include "vmm/bench/exec/exec.h"
+#include "vmm/bench/matrix/shard.h"
+#include "vmm/bench/stats/stats.h"
 
 #define K(pol, x, tail) "vm:lockbench:tas:" pol ":process:1x" #x ":p1:t4096" tail
 

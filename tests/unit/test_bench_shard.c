@@ -1,5 +1,5 @@
 /*
- * The pure parts of sharding a bench matrix (vmm/bench/bench_shard.c):
+ * The pure parts of sharding a bench matrix (vmm/bench/matrix/shard.c):
  * which shard a unit goes to, --shard and --cells parsing, the stable cell
  * keys and matrix fingerprint, and the host identity's slug.
  */
@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "tests/unit/check.h"
-#include "vmm/bench/bench_shard.h"
+#include "vmm/bench/cli/cli.h"
+#include "vmm/bench/matrix/matrix.h"
+#include "vmm/bench/matrix/shard.h"
 
 static void tiny(struct bench_opts *o, struct bench_matrix *m, const char *reps)
 {

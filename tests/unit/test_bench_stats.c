@@ -7,6 +7,9 @@
 
 #include "tests/unit/check.h"
 #include "tests/unit/bench_matrix_test.h"
+#include "vmm/bench/exec/exec.h"
+#include "vmm/bench/matrix/matrix.h"
+#include "vmm/bench/stats/stats.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
 
@@ -45,7 +48,7 @@ static void test_cells(void)
 	cells[0].nruns = cells[1].nruns = 3;
 	cells[0].ref = cells[1].ref = 0;
 	cells[0].native_ref = cells[1].native_ref = -1;
-	/* The denominator is the pool (bench_matrix.c links it): here cell 0 alone. */
+	/* The denominator is the pool (matrix/matrix.c links it): here cell 0 alone. */
 	int pool0[2] = { 0, -1 }, pool1[2] = { 0, -1 };
 	cells[0].pool = pool0, cells[0].used = pool0 + 1, cells[0].npool = 1;
 	cells[1].pool = pool1, cells[1].used = pool1 + 1, cells[1].npool = 1;

@@ -1,6 +1,6 @@
 /*
- * --wake-slice-us as a bench dimension (vmm/bench/bench_cli.c, bench_matrix.c,
- * bench_exec.c, bench_shard.c, bench_report.c): the cells it makes (co-scheduler
+ * --wake-slice-us as a bench dimension (vmm/bench/cli/options.c, matrix/matrix.c,
+ * exec/args.c, matrix/shard.c, report/table.c): the cells it makes (co-scheduler
  * cells only), their keys and labels, the command lines (the flag only when not
  * vmm run's default), one 1x pool for every wake slice, the slices preset, and
  * what the option refuses. Also the tables' label width.
@@ -11,6 +11,8 @@
 
 #include "tests/unit/check.h"
 #include "tests/unit/bench_matrix_test.h"
+#include "vmm/bench/exec/exec.h"
+#include "vmm/bench/report/report.h"
 
 #define K(pol, x, tail) "vm:lockbench:tas:" pol ":process:1x" #x ":p1:t4096" tail
 
