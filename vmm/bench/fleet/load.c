@@ -254,53 +254,72 @@ static int join(const struct ctx *x, json_t *cfg, const char *key, bool strings,
 	return 0;
 }
 
-int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char *err,
-		    size_t errlen)
+/* The command line a file's "config" is read back as; its strings live in pool. */
+struct cmdline {
+	const char *argv[64];
+	int argc;
+	char pool[32768];
+	size_t used;
+};
+
+/* opt, and a copy of val when not NULL. */
+static int add(const struct ctx *x, struct cmdline *c, const char *opt, const char *val)
 {
-	struct ctx x = { f->path, err, errlen };
-	json_t *root = f->root, *cfg = json_object_get(root, "config");
+	c->argv[c->argc++] = opt;
+	if (!val)
+		return 0;
+	size_t len = strlen(val) + 1;
+	if (len > sizeof(c->pool) - c->used)
+		return bad(x, "config", "too long");
+	c->argv[c->argc++] = memcpy(c->pool + c->used, val, len);
+	c->used += len;
+	return 0;
+}
+
+static int lists_of(const struct ctx *x, json_t *cfg, struct cmdline *c)
+{
 	static const char *const lists[][2] = {
 		{ "workloads", "--workloads" }, { "locks", "--locks" }, { "policies", "--policies" },
 		{ "vm_modes", "--vm-mode" }, { "overcommit", "--overcommit" }, { "vms", "--vms" },
 		{ "spin_thresholds", "--spin-thresholds" },
 	};
-	enum { NL = sizeof(lists) / sizeof(lists[0]) };
-	char preset[32], vals[NL][1024], nums[8][32], perr[256];
-	const char *argv[64];
-	int argc = 0, r;
-	uint64_t v;
-	bool b = false;
-	argv[argc++] = "bench";
-	if ((r = get_str(&x, root, "preset", "preset", preset, sizeof(preset))))
-		return r;
-	argv[argc++] = "--preset";
-	argv[argc++] = preset;
-	for (unsigned i = 0; i < NL; i++) {
-		if ((r = join(&x, cfg, lists[i][0], i < 4, vals[i], sizeof(vals[i]))))
-			return r;
-		argv[argc++] = lists[i][1];
-		argv[argc++] = vals[i];
-	}
+	char val[1024];
+	int r = 0;
+	for (unsigned i = 0; !r && i < sizeof(lists) / sizeof(lists[0]); i++)
+		if (!(r = join(x, cfg, lists[i][0], i < 4, val, sizeof(val))))
+			r = add(x, c, lists[i][1], val);
+	return r;
+}
+
+static int wholes_of(const struct ctx *x, json_t *cfg, struct cmdline *c)
+{
 	static const char *const whole[][3] = {
 		{ "pcpus", "--pcpus", "" }, { "reps", "--reps", "" }, { "duration_ms", "--duration", "ms" },
 		{ "cs_cycles", "--cs-cycles", "" }, { "work_cycles", "--work-cycles", "" },
 		{ "start_margin_ms", "--start-margin", "ms" },
 	};
+	uint64_t v;
+	int r;
 	for (unsigned i = 0; i < sizeof(whole) / sizeof(whole[0]); i++) {
-		char field[64];
+		char field[64], num[32];
 		snprintf(field, sizeof(field), "config.%s", whole[i][0]);
-		if ((r = get_uint(&x, cfg, whole[i][0], field, UINT32_MAX, &v)))
+		if ((r = get_uint(x, cfg, whole[i][0], field, UINT32_MAX, &v)))
 			return r;
 		if (!strcmp(whole[i][0], "start_margin_ms") && !v)
 			continue; /* 0: automatic, no option */
-		snprintf(nums[i], sizeof(nums[i]), "%llu%s", (unsigned long long)v, whole[i][2]);
-		argv[argc++] = whole[i][1];
-		argv[argc++] = nums[i];
+		snprintf(num, sizeof(num), "%llu%s", (unsigned long long)v, whole[i][2]);
+		if ((r = add(x, c, whole[i][1], num)))
+			return r;
 	}
-	/* Absent from files of before these were dimensions: vmm run's default,
-	 * which is what those runs had, given explicitly so that a preset that
-	 * sweeps the dimension now (slices: --wake-slice-us 0,1000) does not
-	 * widen an old file's matrix. */
+	return 0;
+}
+
+/* Absent from files of before these were dimensions: vmm run's default,
+ * which is what those runs had, given explicitly so that a preset that
+ * sweeps the dimension now (slices: --wake-slice-us 0,1000) does not
+ * widen an old file's matrix. */
+static int dims_of(const struct ctx *x, json_t *cfg, struct cmdline *c)
+{
 #define STR_(v) #v
 #define STR(v) STR_(v)
 	static const struct {
@@ -313,70 +332,97 @@ int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char
 		     { "wake_slice_us", "--wake-slice-us", STR(BENCH_WAKE_SLICE_US_DEFAULT), false } };
 #undef STR
 #undef STR_
-	enum { ND = sizeof(dims) / sizeof(dims[0]) };
-	char dvals[ND][1024];
-	for (unsigned i = 0; i < ND; i++) {
-		argv[argc++] = dims[i].opt;
-		argv[argc++] = dims[i].old;
+	char val[1024];
+	int r = 0;
+	for (unsigned i = 0; !r && i < sizeof(dims) / sizeof(dims[0]); i++) {
 		if (!json_object_get(cfg, dims[i].key))
-			continue;
-		if ((r = join(&x, cfg, dims[i].key, dims[i].strings, dvals[i], sizeof(dvals[i]))))
-			return r;
-		argv[argc - 1] = dvals[i];
+			r = add(x, c, dims[i].opt, dims[i].old);
+		else if (!(r = join(x, cfg, dims[i].key, dims[i].strings, val, sizeof(val))))
+			r = add(x, c, dims[i].opt, val);
 	}
-	/* Linux workloads: what they booted, as the run that wrote the file was told */
+	return r;
+}
+
+/* Linux workloads: what they booted, as the run that wrote the file was told. */
+static int linux_of(const struct ctx *x, json_t *cfg, struct cmdline *c)
+{
 	static const char *const paths[][2] = { { "kernel", "--kernel" }, { "initrd", "--initrd" }, { "qemu", "--qemu" } };
-	char pvals[3][4096];
-	for (unsigned i = 0; i < 3 && json_object_get(cfg, "kernel"); i++) {
-		char field[32];
-		snprintf(field, sizeof(field), "config.%s", paths[i][0]);
-		if ((r = get_str(&x, cfg, paths[i][0], field, pvals[i], sizeof(pvals[i]))))
-			return r;
-		argv[argc++] = paths[i][1];
-		argv[argc++] = pvals[i];
-	}
 	static const char *const lnums[][3] = { { "linux_size", "--linux-size", "" },
 						{ "linux_threads", "--linux-threads", "" },
 						{ "linux_timeout_s", "--linux-timeout", "s" } };
-	char lvals[3][32];
-	for (unsigned i = 0; i < 3 && json_object_get(cfg, "kernel"); i++) {
-		char field[32];
+	char val[4096], field[32];
+	uint64_t v;
+	int r;
+	if (!json_object_get(cfg, "kernel"))
+		return 0;
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(field, sizeof(field), "config.%s", paths[i][0]);
+		if ((r = get_str(x, cfg, paths[i][0], field, val, sizeof(val))) || (r = add(x, c, paths[i][1], val)))
+			return r;
+	}
+	for (unsigned i = 0; i < 3; i++) {
 		snprintf(field, sizeof(field), "config.%s", lnums[i][0]);
-		if ((r = get_uint(&x, cfg, lnums[i][0], field, UINT32_MAX, &v)))
+		if ((r = get_uint(x, cfg, lnums[i][0], field, UINT32_MAX, &v)))
 			return r;
 		if (!v)
 			continue; /* linux_size 0: the workload's own */
-		snprintf(lvals[i], sizeof(lvals[i]), "%llu%s", (unsigned long long)v, lnums[i][2]);
-		argv[argc++] = lnums[i][1];
-		argv[argc++] = lvals[i];
+		snprintf(val, sizeof(val), "%llu%s", (unsigned long long)v, lnums[i][2]);
+		if ((r = add(x, c, lnums[i][1], val)))
+			return r;
 	}
-	if ((r = get_bool(&x, cfg, "native", "config.native", &b)))
+	return 0;
+}
+
+static int switches_of(const struct ctx *x, json_t *cfg, struct cmdline *c)
+{
+	bool b = false;
+	int r;
+	if ((r = get_bool(x, cfg, "native", "config.native", &b)))
 		return r;
 	if (!b)
-		argv[argc++] = "--no-native";
-	if ((r = get_bool(&x, cfg, "micro", "config.micro", &b)))
+		add(x, c, "--no-native", NULL);
+	if ((r = get_bool(x, cfg, "micro", "config.micro", &b)))
 		return r;
 	if (!b)
-		argv[argc++] = "--no-micro";
+		add(x, c, "--no-micro", NULL);
 	if (json_object_get(cfg, "test_synthetic")) {
-		if ((r = get_bool(&x, cfg, "test_synthetic", "config.test_synthetic", &b)))
+		if ((r = get_bool(x, cfg, "test_synthetic", "config.test_synthetic", &b)))
 			return r;
 		if (b)
-			argv[argc++] = "--test-synthetic";
+			add(x, c, "--test-synthetic", NULL);
 	}
 	if (json_object_get(cfg, "test_fail_cell")) {
 		int64_t fc;
-		if ((r = get_int(&x, cfg, "test_fail_cell", "config.test_fail_cell", 0, BENCH_MAX_CELLS, &fc)))
+		char num[32];
+		if ((r = get_int(x, cfg, "test_fail_cell", "config.test_fail_cell", 0, BENCH_MAX_CELLS, &fc)))
 			return r;
-		snprintf(nums[6], sizeof(nums[6]), "%lld", (long long)fc);
-		argv[argc++] = "--test-fail-cell";
-		argv[argc++] = nums[6];
+		snprintf(num, sizeof(num), "%lld", (long long)fc);
+		return add(x, c, "--test-fail-cell", num);
 	}
-	argv[argc] = NULL;
+	return 0;
+}
+
+int bench_load_opts(const struct bench_shard_file *f, struct bench_opts *o, char *err,
+		    size_t errlen)
+{
+	struct ctx x = { f->path, err, errlen };
+	json_t *root = f->root, *cfg = json_object_get(root, "config");
+	struct cmdline c;
+	char preset[32], perr[256];
+	int r;
+	c.argc = 0;
+	c.used = 0;
+	add(&x, &c, "bench", NULL);
+	if ((r = get_str(&x, root, "preset", "preset", preset, sizeof(preset))) || (r = add(&x, &c, "--preset", preset)) ||
+	    (r = lists_of(&x, cfg, &c)) || (r = wholes_of(&x, cfg, &c)) || (r = dims_of(&x, cfg, &c)) ||
+	    (r = linux_of(&x, cfg, &c)) || (r = switches_of(&x, cfg, &c)))
+		return r;
+	c.argv[c.argc] = NULL;
 	bench_opts_defaults(o);
 	o->pcpus_max = 1u << 16; /* the shard's host, not this one, had them */
 	o->merging = true;       /* and its --kernel and --initrd */
-	if (bench_parse(argc, (char **)argv, o, perr, sizeof(perr)))
+	/* what bench_parse keeps of argv it copies into its own pools (lists, paths) */
+	if (bench_parse(c.argc, (char **)c.argv, o, perr, sizeof(perr)))
 		return bad(&x, "config", "%s", perr);
 	return 0;
 }
