@@ -2,7 +2,8 @@
  * The matrix layer, the harness's floor: the cells a struct bench_opts asks
  * for (matrix.c), the values of a dimension (loop.c), which workloads and
  * locks each kind of cell can run (names.c), and the NaN-aware arithmetic
- * every layer above uses (num.c). It runs nothing and reads no file.
+ * every layer above uses (num.c); units, shards and cell keys are shard.h's.
+ * It runs nothing and reads no file.
  */
 #ifndef VMM_BENCH_MATRIX_H
 #define VMM_BENCH_MATRIX_H
