@@ -90,10 +90,12 @@ static void read_tree(const u8 *fdt, struct cfg *c)
 			u32 n = 0;
 			while (name[n])
 				n++;
-			in_vmm = ++depth == 2 && same(name, "vmm");
+			if (++depth == 2)
+				in_vmm = same(name, "vmm");
 			p += (n + 4) & ~3u;
 		} else if (tok == 2) { /* FDT_END_NODE */
-			in_vmm = in_vmm && depth-- != 2;
+			if (depth-- == 2)
+				in_vmm = 0;
 		} else if (tok == 3) { /* FDT_PROP: len, name offset, value */
 			u32 len = be32(p);
 			const char *name = strings + be32(p + 4);
