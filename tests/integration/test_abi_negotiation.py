@@ -20,7 +20,9 @@ def _old_layout_run(cpus, *args):
     r = vmm("--firmware", guest("v2layout_guest.elf"), "-c", str(cpus), "--pcpus", "2", "--slice-us", "2000",
             "--timeout", "60s", "-q", *args, timeout=120)
     where = (cpus, args)
-    assert r.rc == 0, (where, r.rc, r.stdout[-2000:], r.stderr[-2000:])
+    # a failed check's offset and value: bad_offset, bad_value in its vCPU's reports
+    bad = [v["reports"] for v in r.report["vcpus"]] if r.report else None
+    assert r.rc == 0, (where, r.rc, bad, r.stdout[-2000:], r.stderr[-2000:])
     rep = r.report
     reps = [v["reports"] for v in rep["vcpus"]]
     # every vCPU ran its window and checked its page before, between rounds and after
