@@ -483,6 +483,13 @@ void sched_vcpu_done(struct sched *s, int v)
 	unlock_sched(s);
 }
 
+void sched_vcpu_features_acked(struct sched *s, int v)
+{
+	sched_core_features_acked(s->c, v, lock(s));
+	run_actions(s);
+	unlock_sched(s);
+}
+
 uint64_t sched_next_deadline(struct sched *s)
 {
 	pthread_mutex_lock(&s->mu);

@@ -110,6 +110,9 @@ int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns);
  * hand its slot to target and then blocks until granted again. */
 int sched_vcpu_kick(struct sched *s, int from, int target);
 void sched_vcpu_done(struct sched *s, int v);
+/* v's own thread: its guest acknowledged the fields of guest-timed slices
+ * (ABI.md 4.3); their current values are written now. Never blocks. */
+void sched_vcpu_features_acked(struct sched *s, int v);
 /* When v was last granted a slot (sched_now_ns clock): the end of the time
  * the scheduler held it out. Only v's own thread, after a call that returned
  * 0; the time from the grant until the thread runs is the host's run delay. */

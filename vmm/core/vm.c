@@ -233,7 +233,8 @@ int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_
 	vm->hc = (struct hc_vm){ .ncpus = cfg->ncpus, .console = console_out, .opaque = vm };
 	guest_mem_init_flat(&vm->hc.mem, vm->mem, cfg->mem_bytes);
 	vm->hc.reports = calloc(cfg->ncpus, sizeof(*vm->hc.reports));
-	if (!vm->hc.reports)
+	vm->hc.acked = calloc(cfg->ncpus, sizeof(*vm->hc.acked));
+	if (!vm->hc.reports || !vm->hc.acked)
 		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
 	r = create_vcpus(vm, err);
 	if (!r)
@@ -247,6 +248,7 @@ void vm_destroy(struct vm *vm)
 		vcpu_destroy(&vm->vcpus[i]);
 	free(vm->vcpus);
 	free(vm->hc.reports);
+	free(vm->hc.acked);
 	bool mem_busy = vm_linux_destroy(vm); /* Linux guests */
 	if (vm->uart.out)
 		uart8250_destroy(&vm->uart);
