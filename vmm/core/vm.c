@@ -183,7 +183,8 @@ static int create_vcpus(struct vm *vm, struct vm_error *err)
 		.ended = on_vcpu_ended, .opaque = vm,
 		.guest = vm->linux_guest ? &vm->linux_guest->hooks : NULL, /* Linux guests */
 	};
-	x86_boot_write_tables(vm->mem, &vm->env.boot);
+	if (x86_boot_write_tables(&vm->hc.mem, &vm->env.boot))
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -EFAULT, "the boot tables lie outside guest memory");
 	vm->vcpus = calloc(cfg->ncpus, sizeof(*vm->vcpus));
 	if (!vm->vcpus)
 		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
