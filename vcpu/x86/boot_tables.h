@@ -29,8 +29,6 @@ struct x86_boot_tables {
 	struct x86_gdt_desc desc[4];
 };
 
-/* A descriptor's 8 bytes from its fields. */
-uint64_t x86_gdt_entry(uint32_t base, uint32_t limit, uint16_t flags);
 /* Writes both through gm: 0, or -EFAULT when a table or descriptor lies
  * outside guest memory (nothing is written then). */
 int x86_boot_tables_write(const struct guest_mem *gm, const struct x86_boot_tables *t);

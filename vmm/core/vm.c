@@ -26,7 +26,7 @@ int vm_error_set(struct vm_error *err, int status, int code, const char *fmt, ..
 	err->status = status;
 	return code;
 }
-void run_ctl_wake(struct run_ctl *ctl)
+static void run_ctl_wake(struct run_ctl *ctl)
 {
 	uint64_t one = 1;
 	if (write(ctl->wake_fd, &one, sizeof(one)) < 0) {
