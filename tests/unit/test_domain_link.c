@@ -537,7 +537,7 @@ static int wait_reclaim(struct member *m, int limit_ms)
  * answered the probes H kept both slots until its vtime caught up with
  * O's (seconds here, with both slots hung). Answered by the vCPUs at a
  * scheduling point, the hung seat's probe goes unanswered and the slot is
- * reclaimed within a slice plus the grace. While H was honest, busy in
+ * reclaimed within a slice plus the grace (0.25 s here). While H was honest, busy in
  * guest mode, it answered every probe (pokes) and lost nothing; O, the
  * honest member beside it, is never reclaimed and gets the slots; the
  * exact in-guest count holds throughout (a hung vCPU is out of guest mode).
@@ -548,7 +548,9 @@ static void test_hung_vcpus_lose_their_slots(void)
 	char name[32];
 	if (!round_start(cpus, name, sizeof(name)))
 		return;
-	const uint64_t grace_ns = 100000000ull; /* honest answers come in well under it, TSan too */
+	/* honest answers come in well under it, TSan too (a wake of the link
+	 * and a forced exit); a loaded host's wake-ups get room */
+	const uint64_t grace_ns = 250000000ull;
 	pid_t agent = agent_start(name, 2, cpus, grace_ns);
 	CHECK(agent > 0);
 	if (agent <= 0)
@@ -566,7 +568,7 @@ static void test_hung_vcpus_lose_their_slots(void)
 	CHECK(h_before > 0);
 	uint64_t probes_honest = hr.probes;
 	hang_set(&h.hang, true);
-	int waited = wait_reclaim(&h, 3000);
+	int waited = wait_reclaim(&h, 4000);
 	int hung = hang_count(&h.hang);
 	long o_at = entries_now(&o);
 	sleep_ms(200); /* O has the slots now */
@@ -580,7 +582,7 @@ static void test_hung_vcpus_lose_their_slots(void)
 	CHECK(waited >= 0);
 	/* a slice (2 ms) and the grace, with room for a loaded or TSan host;
 	 * the link's own answers kept the slots for seconds */
-	CHECK(waited >= 0 && waited <= 1000);
+	CHECK(waited >= 0 && waited <= 1500);
 	CHECK(o_after > o_at);
 	hang_set(&h.hang, false);
 	member_stop(&h, &hr);
