@@ -24,6 +24,9 @@
  *	}
  *	out: sched_vcpu_done(s, v);
  *
+ * after_exit also answers a poke (sched_slot_poke) by itself, false: the
+ * vCPU keeps its slot and goes back into KVM_RUN.
+ *
  * Every call that can give the slot away returns only once v holds a slot
  * again (0), or with -ECANCELED (sched_stop) or -EDEADLK (every live vCPU
  * waits with no timeout and no kick can come). A vCPU must hold a slot when
@@ -160,6 +163,21 @@ void sched_set_slot_cb(struct sched *s, void (*cb)(void *ctx, enum sched_action_
 		       void *ctx);
 void sched_slot_online(struct sched *s, int slot, int host_cpu);
 bool sched_slot_offline(struct sched *s, int slot);
+/*
+ * Scheduling points, for a domain member's liveness answers (sched/DOMAIN.md,
+ * "Probe"): cb(ctx, slot) runs on a vCPU's own thread, outside the mutex,
+ * each time that vCPU passes a scheduling point holding `slot`: every call
+ * above that returns 0 (enter, yield_slot, spin, safe_point, wait, kick),
+ * and an after_exit that finds a poke. It proves the thread runs its loop;
+ * nothing on another thread calls it. It must be cheap and must not call
+ * the scheduler. poke: the holder of `slot` is forced out of guest mode
+ * (force_exit) without losing its slot, and its after_exit then calls cb
+ * and says false (nothing to give back): 1. 0: the slot is online and
+ * nobody holds it (no vCPU there to answer for); -ENOENT: offline;
+ * -EINVAL: no such slot. A give-back already asked for is not poked again.
+ */
+void sched_set_point_cb(struct sched *s, void (*cb)(void *ctx, int slot), void *ctx);
+int sched_slot_poke(struct sched *s, int slot);
 /* sched_slot_offline only if still(ctx, slot) says so, asked with the mutex
  * held, so that no SLOT_OFF can come between the question and the offline
  * (a domain member's stale revoke must not reach the seat's next grant);
