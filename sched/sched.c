@@ -608,11 +608,6 @@ bool sched_deadlocked(struct sched *s)
 	return d;
 }
 
-int sched_nvcpus(const struct sched *s)
-{
-	return s->c->nvcpus;
-}
-
 const char *sched_policy_name(const struct sched *s)
 {
 	return atomic_load_explicit(&((struct sched *)s)->policy, memory_order_acquire);

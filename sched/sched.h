@@ -143,7 +143,6 @@ void sched_get_loop_stats(struct sched *s, struct sched_loop_stats *out);
 
 void sched_stats(struct sched *s, int v, struct sched_vcpu_stats *out);
 bool sched_deadlocked(struct sched *s);
-int sched_nvcpus(const struct sched *s);
 /* The current policy; follows sched_set_policy (lock-free read). */
 const char *sched_policy_name(const struct sched *s);
 
