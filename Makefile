@@ -177,7 +177,7 @@ FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-
 
 # what the fuzzers link: the parsers and what they call, nothing of KVM
 FUZZ_LIB_SRCS := vmm/boot/elf_loader.c $(wildcard vmm/cli/*.c) vmm/boot/fdt_build.c \
-	vmm/boot/layout.c vmm/linux/boot_linux.c devices/virtqueue.c $(wildcard vcpu/x86/cpuid*.c) $(wildcard hypercalls/*.c sched/*.c) \
+	vmm/boot/layout.c vmm/linux/boot_linux.c vcpu/x86/boot_tables.c devices/virtqueue.c $(wildcard vcpu/x86/cpuid*.c) $(wildcard hypercalls/*.c sched/*.c) \
 	vmm/core/sched_hc_ops.c $(shell find vmm/bench -name '*.c' | sort) vmm/host/file.c \
 	$(wildcard vmm/domain/agent*.c) vmm/domain/shm.c vmm/domain/confine.c vmm/domain/paths.c \
 	vmm/domain/dir_trust.c lib/json_out.c

@@ -84,6 +84,11 @@ void pci_bus_destroy(struct pci_bus *bus)
 	pthread_rwlock_destroy(&bus->lock);
 }
 
+/* The io_bus handlers, below with the accesses they decode. */
+static int pci_config_addr_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write);
+static int pci_config_data_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write);
+static int pci_mmio_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write);
+
 int pci_bus_register(struct pci_bus *bus, struct io_bus *pio, struct io_bus *mmio)
 {
 	int r = io_bus_register(pio, PCI_CONFIG_ADDR_PORT, 4, pci_config_addr_io, bus, "pci-addr");
@@ -139,7 +144,7 @@ void pci_bus_remove(struct pci_bus *bus, struct pci_device *d)
 	pthread_rwlock_unlock(&bus->lock);
 }
 
-int pci_config_addr_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write)
+static int pci_config_addr_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write)
 {
 	struct pci_bus *bus = opaque;
 	(void)vcpu;
@@ -199,7 +204,7 @@ static void cfg_write(struct pci_device *d, unsigned off, const uint8_t *data, u
 		d->cfg_write(d, off, len);
 }
 
-int pci_config_data_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write)
+static int pci_config_data_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write)
 {
 	struct pci_bus *bus = opaque;
 	(void)vcpu;
@@ -220,7 +225,7 @@ int pci_config_data_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data,
 	return 0;
 }
 
-int pci_mmio_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write)
+static int pci_mmio_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write)
 {
 	struct pci_bus *bus = opaque;
 	uint64_t addr = bus->mmio_base + off;

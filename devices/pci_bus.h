@@ -113,9 +113,5 @@ int pci_bus_add(struct pci_bus *bus, struct pci_device *d, unsigned *slot);
 /* Takes d off the bus (waits for accesses in progress to finish). */
 void pci_bus_remove(struct pci_bus *bus, struct pci_device *d);
 
-/* io_bus handlers (exposed for tests). */
-int pci_config_addr_io(void *bus, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write);
-int pci_config_data_io(void *bus, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write);
-int pci_mmio_io(void *bus, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write);
 
 #endif

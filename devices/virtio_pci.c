@@ -273,7 +273,7 @@ static void bar_access(struct virtio_pci *vp, uint64_t off, uint8_t *data, unsig
 	}
 }
 
-int virtio_pci_bar_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write)
+static int virtio_pci_bar_io(void *opaque, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write)
 {
 	struct virtio_pci *vp = opaque;
 	(void)vcpu;

@@ -132,8 +132,6 @@ int virtio_pci_init(struct virtio_pci *vp, const struct virtio_dev_ops *ops, voi
 		    const struct guest_mem *mem, uint8_t irq_line, void (*irq)(void *ctx, int level), void *irq_ctx);
 void virtio_pci_destroy(struct virtio_pci *vp);
 
-/* BAR 0's io_bus handler (offset within the BAR). */
-int virtio_pci_bar_io(void *vp, unsigned vcpu, uint64_t off, uint8_t *data, unsigned len, bool is_write);
 
 /* With vp->lock held: after vq_push()es on queue q, interrupt the driver unless it asked not to. */
 void virtio_pci_queue_used(struct virtio_pci *vp, unsigned q);

@@ -8,6 +8,7 @@
 #include "firmware/dt_config.h"
 #include "firmware/fw.h"
 #include "firmware/hypercall.h"
+#include "firmware/pv.h"
 #include "firmware/workload.h"
 
 extern const struct fw_workload *const __fw_workloads_start[], *const __fw_workloads_end[];
@@ -66,7 +67,6 @@ void fw_main(const void *fdt, uint64_t vcpu)
 	self.sp->waiting_for = -1;
 	self.slice_end = UINT64_MAX;
 	/* Our lock boundaries end our slices (lock.h): say so before any. */
-	if (self.pv & VMM_PV_GUEST_SLICE)
-		self.sp->guest_slice = 1;
+	fw_pv_negotiate(&self);
 	fw_exit(w->run(&self));
 }

@@ -23,6 +23,25 @@ const char *fw_pv_names(uint32_t features, char *buf, unsigned len)
 	return buf;
 }
 
+/*
+ * Guest-timed slices' fields wait for our ack (ABI.md 4.3). guest_slice is
+ * set first, so the VMM learns it with the ack and this first slice is
+ * already ours to time. A VMM from before negotiation answers -ENOSYS and
+ * writes the fields anyway; a refusal (never expected: we ack only what is
+ * offered) leaves the feature off.
+ */
+void fw_pv_negotiate(struct fw_cpu *self)
+{
+	if (!(self->pv & VMM_PV_GUEST_SLICE))
+		return;
+	self->sp->guest_slice = 1;
+	int64_t r = fw_hc(VMM_HC_ACK_FEATURES, VMM_PV_GUEST_SLICE, 0, 0, 0);
+	if (r == -VMM_ENOSYS || (r >= 0 && (r & VMM_PV_GUEST_SLICE)))
+		return;
+	self->sp->guest_slice = 0;
+	self->pv &= ~VMM_PV_GUEST_SLICE;
+}
+
 void fw_pv_report(const struct fw_cpu *self)
 {
 	if (!self->pv)

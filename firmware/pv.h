@@ -40,6 +40,9 @@ static inline void fw_pv_spin(struct fw_cpu *self, int32_t waiting_for)
 	fw_hc(VMM_HC_SPIN, (uint64_t)(int64_t)waiting_for, 0, 0, 0);
 }
 
+/* Acknowledges the offered features whose shared-page fields wait for it,
+ * and opts in to them: once per vCPU, at CPL0 before the workload. */
+void fw_pv_negotiate(struct fw_cpu *self);
 /* "0x25 (wait-kick,spin-exit,preempted)" into buf, for banners. */
 const char *fw_pv_names(uint32_t features, char *buf, unsigned len);
 /* Reports pv_spins/pv_waits/pv_kicks/pv_yields; nothing when no PV

@@ -36,7 +36,9 @@ enum vmm_hc_nr {
 	VMM_HC_KICK = 5,     /* (vcpu) -> 0 */
 	VMM_HC_YIELD_TO = 6, /* (vcpu or -1) -> 0 once running again */
 	VMM_HC_SPIN = 7,     /* (vcpu waited for or -1) -> 0 once running again */
-	VMM_HC_COUNT = 8,
+	/* feature negotiation (ABI.md 4.3): this vCPU accepts VMM_PV_* bits */
+	VMM_HC_ACK_FEATURES = 8, /* (bits, each in pv-features) -> the vCPU's accepted set */
+	VMM_HC_COUNT = 9,
 };
 
 /* Error codes returned in the guest (Linux errno values, negated). */
@@ -59,6 +61,15 @@ enum vmm_hc_nr {
 #define VMM_PV_SAFE_POINT (1u << 4) /* preempt_pending is set (safe-point preemption) */
 #define VMM_PV_PREEMPTED (1u << 5)  /* preempted is maintained (co-scheduler on) */
 #define VMM_PV_GUEST_SLICE (1u << 6) /* slice_tsc/slice_seq/contended: the guest may end its own slices */
+
+/*
+ * The features added after version 2 fixed the shared page: their fields
+ * were reserved (0) then, so the VMM writes them, and honours the guest's
+ * own, only for a vCPU that acknowledged the bit (VMM_HC_ACK_FEATURES). A
+ * guest written before the bit existed acknowledges nothing and keeps the
+ * page as version 2 first defined it.
+ */
+#define VMM_PV_NEED_ACK VMM_PV_GUEST_SLICE
 
 #define VMM_REPORT_KEY_MAX 31 /* bytes, not counting the NUL */
 #define VMM_CONSOLE_WRITE_MAX 4096
@@ -83,7 +94,7 @@ struct vmm_shared_page {
 	uint32_t kick_pending;    /* VMM: a kick arrived that no wait consumed */
 	uint32_t reserved0;
 	uint64_t steal_ns;        /* VMM: time runnable but not running */
-	/* VMM_PV_GUEST_SLICE (ABI.md 7): */
+	/* VMM_PV_GUEST_SLICE, once acknowledged (ABI.md 4.3, 7); 0 before: */
 	uint64_t slice_tsc;       /* VMM: length of the slice that slice_seq starts, in TSC ticks */
 	uint32_t slice_seq;       /* VMM: a new number (never 0) at each slice start, after slice_tsc */
 	uint32_t contended;       /* VMM: 1 while another vCPU waits for a physical CPU */

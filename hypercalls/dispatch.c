@@ -1,5 +1,6 @@
 #include "hypercalls/hypercalls.h"
 
+#include "hypercalls/features.h"
 #include "hypercalls/pv_calls.h"
 
 #include <ctype.h>
@@ -14,6 +15,7 @@ static const char *const hc_names[VMM_HC_COUNT] = {
 	[VMM_HC_REPORT] = "report",   [VMM_HC_EXIT] = "exit",
 	[VMM_HC_WAIT] = "wait",       [VMM_HC_KICK] = "kick",
 	[VMM_HC_YIELD_TO] = "yield_to", [VMM_HC_SPIN] = "spin",
+	[VMM_HC_ACK_FEATURES] = "ack_features",
 };
 
 const char *hc_name(uint64_t nr)
@@ -98,6 +100,8 @@ struct hc_result hc_dispatch(struct hc_vm *vm, unsigned vcpu, uint64_t nr, const
 	case VMM_HC_YIELD_TO:
 	case VMM_HC_SPIN:
 		return hc_yield(vm, vcpu, nr, a[0]);
+	case VMM_HC_ACK_FEATURES:
+		return hc_ack_features(vm, vcpu, a[0]);
 	default:
 		return hc_bad(vm, vcpu, nr, VMM_ENOSYS, "unknown hypercall number");
 	}

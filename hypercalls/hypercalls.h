@@ -42,6 +42,10 @@ struct hc_sched_ops {
 	int (*spin)(void *sched, int v, int target);
 	/* The guest left its lock region: a deferred preemption may happen now. */
 	int (*safe_point)(void *sched, int v);
+	/* v just acknowledged a feature whose shared-page fields wait for it
+	 * (VMM_PV_NEED_ACK): write their current values now, so the guest
+	 * finds them on its next look, not a slice later. */
+	int (*features_acked)(void *sched, int v);
 };
 
 struct hc_vm {
@@ -55,6 +59,9 @@ struct hc_vm {
 	void *sched;
 	int sched_base;
 	uint32_t pv_features; /* VMM_PV_*: calls whose bit is clear answer -ENOSYS */
+	/* [ncpus]: the VMM_PV_* bits each vCPU acknowledged (ack_features);
+	 * bits only ever add. The shared-page writers read it (NULL: none yet). */
+	atomic_uint *acked;
 	bool host_yield;      /* --sched host: yield means sched_yield(2) */
 	atomic_uint_fast64_t calls[VMM_HC_COUNT];
 	atomic_uint_fast64_t errors; /* calls answered with an error code */

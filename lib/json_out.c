@@ -145,7 +145,7 @@ void json_out_null(struct json_out *o, json_t *parent, const char *key)
 	add(o, parent, key, json_null());
 }
 
-void json_out_discard(struct json_out *o)
+static void json_out_discard(struct json_out *o)
 {
 	json_decref(o->root);
 	o->root = NULL;

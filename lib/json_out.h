@@ -43,7 +43,5 @@ void json_out_bool(struct json_out *o, json_t *parent, const char *key, bool v);
 void json_out_null(struct json_out *o, json_t *parent, const char *key);
 /* Dumps the tree and a newline to f, and frees it: 0 or the first -errno (f's own errors are the caller's). */
 int json_out_write(struct json_out *o, FILE *f);
-/* Frees the tree without writing it. */
-void json_out_discard(struct json_out *o);
 
 #endif

@@ -160,7 +160,7 @@ void sc_make_runnable(struct sched_core *c, int v, bool front, uint64_t now)
 	q_push(c, v, front, c->defer && sched_core_get_hint(c, v).in_critical);
 }
 
-void sc_requeue_front(struct sched_core *c, int v)
+static void sc_requeue_front(struct sched_core *c, int v)
 {
 	bool crit = c->v[v].q_crit;
 	q_remove(c, v);
@@ -169,7 +169,7 @@ void sc_requeue_front(struct sched_core *c, int v)
 
 /* fresh: a new slice starts; otherwise v inherits the rest of the slot's
  * slice, so chains of hand-offs cannot keep a slot from the queue. */
-void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
+static void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now)
 {
 	struct sched_vcore *x = &c->v[v];
 	sc_sticky_grant(c, v, slot);

@@ -229,6 +229,11 @@ void sched_core_stop(struct sched_core *c, uint64_t now);
  * (the host wakes it); a preemption request made meanwhile is dropped, so
  * a vCPU never comes back to a preempt_pending it could not have seen. */
 void sched_core_resumed(struct sched_core *c, int v, uint64_t now);
+/* v's guest acknowledged the guest-timed slice fields (ABI.md 4.3), whose
+ * writes the VMM dropped until then: NEW_SLICE for what is left of its
+ * slice and SET_CONTENDED, now; its opt-in is read again. Only while v
+ * runs, and only with params.guest_slice. */
+void sched_core_features_acked(struct sched_core *c, int v, uint64_t now);
 /* Slots coming and going (see above). A slot out of range is ignored.
  * Online cancels a GOING_OFF (its holder still leaves as asked; the slot
  * is then refilled as any freed slot). Offline answers whether a SLOT_OFF

@@ -106,6 +106,22 @@ void sc_gslice_new_slice(struct sched_core *c, int v, uint64_t now)
 	sc_emit(c, SCHED_ACT_NEW_SLICE, v, (int)(left / 1000));
 }
 
+/* v's guest just acknowledged the guest-timed slice fields (ABI.md 4.3):
+ * until then the glue dropped their writes, so its page holds none. Say
+ * the slice it is in (what is left of it, under a new number) and
+ * `contended` now, and learn its opt-in: a guest that set guest_slice
+ * before its ack times this very slice, not only its next one. */
+void sched_core_features_acked(struct sched_core *c, int v, uint64_t now)
+{
+	SC_EVENT(c, now);
+	struct sched_vcore *x = &c->v[v];
+	if (!c->guest_slice || x->state != SCHED_ST_RUNNING)
+		return;
+	sc_gslice_learn(c, v);
+	sc_gslice_new_slice(c, v, now);
+	sc_emit(c, SCHED_ACT_SET_CONTENDED, v, x->contended);
+}
+
 /* After every event: `contended` in every slot holder's page says whether
  * anyone queues. Only a change of the flag or a grant costs a pass. */
 void sc_gslice_sync(struct sched_core *c)

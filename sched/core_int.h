@@ -14,8 +14,6 @@ void sc_set_preempted(struct sched_core *c, int v, bool on);
 void sc_set_pending(struct sched_core *c, int v, bool on);
 void sc_set_kick_pending(struct sched_core *c, int v, bool on);
 void sc_make_runnable(struct sched_core *c, int v, bool front, uint64_t now);
-void sc_requeue_front(struct sched_core *c, int v);
-void sc_grant(struct sched_core *c, int v, int slot, bool fresh, uint64_t now);
 void sc_release(struct sched_core *c, int v, int to, uint64_t now);
 void sc_fill_slots(struct sched_core *c, uint64_t now);
 void sc_check_deadlock(struct sched_core *c, uint64_t now);
@@ -28,7 +26,6 @@ void sc_end_event(struct sched_core *const *cp);
 	sc_begin(sc_ev_, now)
 /* core_slots.c */
 void sc_slot_freed(struct sched_core *c, int slot, uint64_t now);
-void sc_lock_drain(struct sched_core *c, uint64_t now);
 void sc_floor_spun(struct sched_core *c, int v, int target, uint64_t now);
 void sc_slot_go_off(struct sched_core *c, int slot, bool ask, uint64_t now);
 void sc_force_out(struct sched_core *c, int v, bool counted, uint64_t now);

@@ -18,6 +18,8 @@ void sc_slot_freed(struct sched_core *c, int slot, uint64_t now)
 	sc_trace(c, SCHED_TR_SLOT_OFF, -1, slot, now);
 }
 
+static void sc_lock_drain(struct sched_core *c, uint64_t now);
+
 void sc_end_event(struct sched_core *const *cp)
 {
 	struct sched_core *c = *cp;
@@ -132,7 +134,7 @@ void sc_floor_spun(struct sched_core *c, int v, int target, uint64_t now)
  * Not for gang, which keeps its own order (the pick would not run the
  * ticket holders first, so asking would only add switches).
  */
-void sc_lock_drain(struct sched_core *c, uint64_t now)
+static void sc_lock_drain(struct sched_core *c, uint64_t now)
 {
 	if (!c->slots_offline || !c->defer || c->crit_head < 0 || c->pol == &sched_policy_gang)
 		return;

@@ -570,6 +570,21 @@ int dom_core_alive(struct dom_core *c, int m, uint32_t seq, uint64_t now)
 	return 0;
 }
 
+int dom_core_alive_seat(struct dom_core *c, int m, int v, uint32_t seq, uint64_t now)
+{
+	if (m < 0 || m >= c->max_members || !c->mem[m].used || v < 0 || v >= c->mem[m].nvcpus ||
+	    (int32_t)(seq - c->mem[m].probe_seq) > 0)
+		return -EINVAL;
+	clamp_now(c, now);
+	const struct dom_vcpu *x = &c->mem[m].v[v];
+	if (x->state == DOM_V_HOLDING) {
+		struct dom_slot *sl = &c->slot[x->slot];
+		if (sl->probing && (int32_t)(seq - sl->probe_seq) >= 0)
+			sl->probing = false;
+	}
+	return 0;
+}
+
 int dom_core_member_stats(const struct dom_core *c, int m, uint64_t now,
 			  struct dom_member_stats *out)
 {

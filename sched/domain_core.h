@@ -183,6 +183,12 @@ void dom_core_tick(struct dom_core *c, uint64_t now);
  * stop counting against it. -EINVAL (nothing changes) for a seq it was
  * never sent; an older one than its last probe is fine and clears less. */
 int dom_core_alive(struct dom_core *c, int m, uint32_t seq, uint64_t now);
+/* The same for the slot (m, v) holds only: a member's seats answer one by
+ * one, each once its own vCPU passed a scheduling point (the agent's way,
+ * sched/DOMAIN.md "Probe"), so a hung seat is reclaimed while its live
+ * siblings keep theirs. -EINVAL for a v out of range or a seq never sent;
+ * 0 (nothing cleared) when v holds nothing or was probed later than seq. */
+int dom_core_alive_seat(struct dom_core *c, int m, int v, uint32_t seq, uint64_t now);
 /* Several events as one: until dom_core_commit the events change the books
  * but grant no free slot; commit then fills them. The agent brackets one
  * doorbell's req words with these, so a gang whose vCPUs ask together is

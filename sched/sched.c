@@ -35,7 +35,7 @@ struct svcpu {
 	 */
 	atomic_uint word;
 	atomic_int sleeping;
-	atomic_int yield_req; /* read lock-free by sched_vcpu_after_exit */
+	atomic_int yield_req; /* YR_*: read lock-free by sched_vcpu_after_exit */
 	const struct sched_vcpu_ops *ops;
 	void *opaque;
 	/* The CPU its thread should be on (set under the mutex at each grant)
@@ -46,6 +46,18 @@ struct svcpu {
 	pthread_t thread;     /* the vCPU's thread, once it has entered */
 	bool has_thread;
 	uint64_t granted_ns;  /* its last grant; written and read by its own thread */
+	int held_slot;        /* the slot it holds since its last call returned 0;
+				 its own thread's (a poke's point is on it) */
+};
+
+/* svcpu.yield_req: what the vCPU's next after_exit finds */
+enum { YR_NONE, YR_GIVE_BACK /* FORCE_EXIT, PARK */, YR_POKE /* sched_slot_poke: pass a point, keep the slot */ };
+
+/* A scheduling point a vCPU thread passes on its slot, told after the unlock. */
+struct point {
+	void (*cb)(void *ctx, int slot);
+	void *ctx;
+	int slot;
 };
 
 struct sched {
@@ -57,6 +69,8 @@ struct sched {
 	_Atomic(const char *) policy; /* the current policy's name, read lock-free */
 	void (*slot_cb)(void *ctx, enum sched_action_kind kind, int val);
 	void *slot_ctx;
+	void (*point_cb)(void *ctx, int slot); /* sched_set_point_cb */
+	void *point_ctx;
 	bool keep_slots;      /* sched_slots_keep: free seats are not given back */
 	uint64_t armed;       /* the deadline tfd is set to; 0: re-arm at the next event */
 	struct sched_loop_stats loop;
@@ -279,7 +293,7 @@ static void run_actions_once(struct sched *s)
 		struct svcpu *x = a->v >= 0 ? &s->vc[a->v] : NULL;
 		switch (a->kind) {
 		case SCHED_ACT_GRANT:
-			atomic_store_explicit(&x->yield_req, 0, memory_order_relaxed);
+			atomic_store_explicit(&x->yield_req, YR_NONE, memory_order_relaxed);
 			/* RUNNABLE time ended with this grant: the guest's steal */
 			if (x->ops->set_steal_ns)
 				x->ops->set_steal_ns(x->opaque, c->v[a->v].st.ns_runnable);
@@ -288,13 +302,13 @@ static void run_actions_once(struct sched *s)
 			break;
 		case SCHED_ACT_FORCE_EXIT:
 			/* The flag first: force_exit may land before KVM_RUN. */
-			atomic_store_explicit(&x->yield_req, 1, memory_order_release);
+			atomic_store_explicit(&x->yield_req, YR_GIVE_BACK, memory_order_release);
 			if (x->ops->force_exit)
 				x->ops->force_exit(x->opaque);
 			break;
 		case SCHED_ACT_PARK:
 			/* Left in KVM_RUN; whenever it comes out it must ask again. */
-			atomic_store_explicit(&x->yield_req, 1, memory_order_release);
+			atomic_store_explicit(&x->yield_req, YR_GIVE_BACK, memory_order_release);
 			break;
 		case SCHED_ACT_SET_PREEMPTED:
 			if (x->ops->set_preempted)
@@ -363,6 +377,20 @@ static uint64_t lock(struct sched *s)
 	return sched_now_ns();
 }
 
+/* Under the mutex: v holds a slot and is at a scheduling point. */
+static struct point point_at(const struct sched *s, int v)
+{
+	return (struct point){ s->point_cb, s->point_ctx, s->c->v[v].slot };
+}
+
+/* On v's own thread, after the unlock: the callback may take its own locks. */
+static void point_pass(struct sched *s, int v, struct point pt)
+{
+	s->vc[v].held_slot = pt.slot;
+	if (pt.cb)
+		pt.cb(pt.ctx, pt.slot);
+}
+
 /* Mutex held on entry, released on return. Blocks until v holds a slot. */
 static int block_unlock(struct sched *s, int v, int *wake_reason)
 {
@@ -376,18 +404,22 @@ static int block_unlock(struct sched *s, int v, int *wake_reason)
 		pthread_mutex_lock(&s->mu);
 	}
 	int r = c->stopping ? -ECANCELED : c->deadlock ? -EDEADLK : 0;
+	struct point pt = { NULL, NULL, -1 };
 	if (!r) {
 		s->vc[v].granted_ns = c->v[v].state_since; /* RUNNING since the grant */
 		sched_core_resumed(c, v, sched_now_ns());
 		run_actions(s);
 		if (wake_reason)
 			*wake_reason = c->v[v].wake_reason;
+		pt = point_at(s, v);
 	}
 	unlock_sched(s);
 	/* Back on its slot's CPU before it returns, even when it saw its
 	 * grant before the granter got round to moving it. */
-	if (!r)
+	if (!r) {
 		pin_apply(x);
+		point_pass(s, v, pt);
+	}
 	return r;
 }
 
@@ -419,9 +451,24 @@ int sched_vcpu_host_cpu(const struct sched *s, int v)
 	return atomic_load(&s->vc[v].pin_want);
 }
 
+/* A poke only (no give-back asked for since): v keeps its slot and has
+ * passed a scheduling point on it. The poke's store (under the mutex,
+ * after sched_set_point_cb's) is what this exchange reads: the callback
+ * is read after it. */
+static bool after_poke(struct sched *s, int v)
+{
+	struct svcpu *x = &s->vc[v];
+	int was = YR_POKE;
+	if (!atomic_compare_exchange_strong(&x->yield_req, &was, YR_NONE))
+		return was != YR_NONE; /* a give-back came after the poke */
+	point_pass(s, v, (struct point){ s->point_cb, s->point_ctx, x->held_slot });
+	return false;
+}
+
 bool sched_vcpu_after_exit(struct sched *s, int v)
 {
-	return atomic_load_explicit(&s->vc[v].yield_req, memory_order_acquire);
+	int r = atomic_load_explicit(&s->vc[v].yield_req, memory_order_acquire);
+	return r == YR_POKE ? after_poke(s, v) : r != YR_NONE;
 }
 
 int sched_vcpu_yield_slot(struct sched *s, int v)
@@ -457,7 +504,9 @@ int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns)
 	int slept = sched_core_wait(s->c, v, timeout_ns, lock(s));
 	run_actions(s);
 	if (!slept) { /* a kick was pending: the wait ends at once */
+		struct point pt = point_at(s, v);
 		unlock_sched(s);
+		point_pass(s, v, pt);
 		return 0;
 	}
 	int reason = 0;
@@ -479,6 +528,13 @@ int sched_vcpu_kick(struct sched *s, int from, int target)
 void sched_vcpu_done(struct sched *s, int v)
 {
 	sched_core_done(s->c, v, lock(s));
+	run_actions(s);
+	unlock_sched(s);
+}
+
+void sched_vcpu_features_acked(struct sched *s, int v)
+{
+	sched_core_features_acked(s->c, v, lock(s));
 	run_actions(s);
 	unlock_sched(s);
 }
@@ -552,11 +608,6 @@ bool sched_deadlocked(struct sched *s)
 	return d;
 }
 
-int sched_nvcpus(const struct sched *s)
-{
-	return s->c->nvcpus;
-}
-
 const char *sched_policy_name(const struct sched *s)
 {
 	return atomic_load_explicit(&((struct sched *)s)->policy, memory_order_acquire);
@@ -569,6 +620,38 @@ void sched_set_slot_cb(struct sched *s, void (*cb)(void *ctx, enum sched_action_
 	s->slot_cb = cb;
 	s->slot_ctx = ctx;
 	unlock_sched(s);
+}
+
+void sched_set_point_cb(struct sched *s, void (*cb)(void *ctx, int slot), void *ctx)
+{
+	pthread_mutex_lock(&s->mu);
+	s->point_cb = cb;
+	s->point_ctx = ctx;
+	unlock_sched(s);
+}
+
+/* A give-back already asked for needs no poke: the holder passes a point
+ * when it leaves, or its successor on the slot when granted. */
+static void poke(struct sched *s, int v)
+{
+	struct svcpu *x = &s->vc[v];
+	int none = YR_NONE;
+	if (atomic_compare_exchange_strong(&x->yield_req, &none, YR_POKE) && x->ops->force_exit)
+		x->ops->force_exit(x->opaque);
+}
+
+int sched_slot_poke(struct sched *s, int slot)
+{
+	pthread_mutex_lock(&s->mu);
+	int r = -EINVAL;
+	if (slot >= 0 && slot < s->c->nslots) {
+		const struct sched_slot *sl = &s->c->slot[slot];
+		r = sl->vcpu >= 0 ? 1 : sl->state == SCHED_SLOT_ONLINE ? 0 : -ENOENT;
+		if (r == 1)
+			poke(s, sl->vcpu);
+	}
+	unlock_sched(s);
+	return r;
 }
 
 void sched_slot_online(struct sched *s, int slot, int host_cpu)

@@ -24,6 +24,9 @@
  *	}
  *	out: sched_vcpu_done(s, v);
  *
+ * after_exit also answers a poke (sched_slot_poke) by itself, false: the
+ * vCPU keeps its slot and goes back into KVM_RUN.
+ *
  * Every call that can give the slot away returns only once v holds a slot
  * again (0), or with -ECANCELED (sched_stop) or -EDEADLK (every live vCPU
  * waits with no timeout and no kick can come). A vCPU must hold a slot when
@@ -110,6 +113,9 @@ int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns);
  * hand its slot to target and then blocks until granted again. */
 int sched_vcpu_kick(struct sched *s, int from, int target);
 void sched_vcpu_done(struct sched *s, int v);
+/* v's own thread: its guest acknowledged the fields of guest-timed slices
+ * (ABI.md 4.3); their current values are written now. Never blocks. */
+void sched_vcpu_features_acked(struct sched *s, int v);
 /* When v was last granted a slot (sched_now_ns clock): the end of the time
  * the scheduler held it out. Only v's own thread, after a call that returned
  * 0; the time from the grant until the thread runs is the host's run delay. */
@@ -137,7 +143,6 @@ void sched_get_loop_stats(struct sched *s, struct sched_loop_stats *out);
 
 void sched_stats(struct sched *s, int v, struct sched_vcpu_stats *out);
 bool sched_deadlocked(struct sched *s);
-int sched_nvcpus(const struct sched *s);
 /* The current policy; follows sched_set_policy (lock-free read). */
 const char *sched_policy_name(const struct sched *s);
 
@@ -157,6 +162,21 @@ void sched_set_slot_cb(struct sched *s, void (*cb)(void *ctx, enum sched_action_
 		       void *ctx);
 void sched_slot_online(struct sched *s, int slot, int host_cpu);
 bool sched_slot_offline(struct sched *s, int slot);
+/*
+ * Scheduling points, for a domain member's liveness answers (sched/DOMAIN.md,
+ * "Probe"): cb(ctx, slot) runs on a vCPU's own thread, outside the mutex,
+ * each time that vCPU passes a scheduling point holding `slot`: every call
+ * above that returns 0 (enter, yield_slot, spin, safe_point, wait, kick),
+ * and an after_exit that finds a poke. It proves the thread runs its loop;
+ * nothing on another thread calls it. It must be cheap and must not call
+ * the scheduler. poke: the holder of `slot` is forced out of guest mode
+ * (force_exit) without losing its slot, and its after_exit then calls cb
+ * and says false (nothing to give back): 1. 0: the slot is online and
+ * nobody holds it (no vCPU there to answer for); -ENOENT: offline;
+ * -EINVAL: no such slot. A give-back already asked for is not poked again.
+ */
+void sched_set_point_cb(struct sched *s, void (*cb)(void *ctx, int slot), void *ctx);
+int sched_slot_poke(struct sched *s, int slot);
 /* sched_slot_offline only if still(ctx, slot) says so, asked with the mutex
  * held, so that no SLOT_OFF can come between the question and the offline
  * (a domain member's stale revoke must not reach the seat's next grant);

@@ -17,11 +17,6 @@ static const char *const names[KVM_STAT_COUNT] = {
 	[KVM_STAT_HYPERCALLS] = "hypercalls",
 };
 
-const char *kvm_stat_name(enum kvm_stat_id id)
-{
-	return (unsigned)id < KVM_STAT_COUNT ? names[id] : "?";
-}
-
 static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
 	ssize_t n = pread(fd, buf, len, (off_t)off);

@@ -31,6 +31,5 @@ int kvm_stats_parse_fd(int stats_fd, struct kvm_vcpu_stats *s);
 /* 0 and *val, or -errno (-ENOENT: this kernel lacks that stat). */
 int kvm_stats_read(const struct kvm_vcpu_stats *s, enum kvm_stat_id id, uint64_t *val);
 void kvm_stats_close(struct kvm_vcpu_stats *s);
-const char *kvm_stat_name(enum kvm_stat_id id);
 
 #endif

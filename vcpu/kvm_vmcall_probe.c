@@ -87,7 +87,9 @@ static int scratch_open(int kvm_fd, struct scratch *s, char *note, size_t notele
 	static const uint8_t code[] = { 0xb8, 0x01, 0x00, 0x00, 0x00, 0x0f, 0x01, 0xc1, 0xf4 };
 	memcpy(s->mem + PROBE_CODE, code, sizeof(code));
 	struct x86_boot b = { .entry = PROBE_CODE, .pt_gpa = PROBE_PT, .gdt_gpa = PROBE_GDT };
-	x86_boot_write_tables(s->mem, &b);
+	struct guest_mem gm;
+	guest_mem_init_flat(&gm, s->mem, PROBE_MEM);
+	x86_boot_write_tables(&gm, &b); /* cannot fail: PROBE_PT and PROBE_GDT lie inside PROBE_MEM */
 	if (ioctl(s->vm, KVM_SET_USER_MEMORY_REGION, &region) < 0 ||
 	    (s->vcpu = ioctl(s->vm, KVM_CREATE_VCPU, 0)) < 0 ||
 	    (s->run = mmap(NULL, (size_t)s->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->vcpu, 0)) ==

@@ -56,13 +56,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				      .acpi_end = LINUX_ACPI_GPA + 0x1000 };
 	struct linux_load_out o;
 	why[0] = '\0';
-	if (linux_load(mem, img, len, &bz, &req, &o, why, sizeof(why)) == 0) {
+	struct guest_mem gm;
+	guest_mem_init_flat(&gm, mem, mem_size);
+	if (linux_load(&gm, img, len, &bz, &req, &o, why, sizeof(why)) == 0) {
 		if (o.kernel_end > ram_end || o.load_addr < LINUX_HIGH_MEM || o.entry != o.load_addr + 0x200 ||
 		    (ilen && (o.initrd_gpa < o.kernel_end || o.initrd_gpa + o.initrd_size > ram_end ||
 			      o.initrd_gpa + o.initrd_size - 1 > bz.initrd_addr_max)) ||
 		    o.ne820 > sizeof(o.e820) / sizeof(o.e820[0]))
 			abort(); /* outside what the kernel asked for or what the VMM gave */
-		linux_write_entry_tables(mem);
+		if (linux_write_entry_tables(&gm))
+			abort(); /* the tables' place is fixed and always inside 16 MiB */
 	} else if (!why[0]) {
 		abort();
 	}

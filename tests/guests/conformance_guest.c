@@ -2,9 +2,10 @@
  * conformance_guest: checks, on every vCPU, what hypercalls/ABI.md §4 and §7
  * say a guest may rely on: each call's answers (results, error codes, their
  * order), the register contract, kick and wait semantics (pending kicks,
- * at most one, self-kicks, timeouts), and the shared page (the values the
- * VMM writes, what it clears and when, that it leaves the guest's fields
- * alone). Written from the document: its own device-tree walk and its own
+ * at most one, self-kicks, timeouts), feature negotiation (§4.3: nothing of
+ * an offered PV_GUEST_SLICE before the ack, its fields at once after), and
+ * the shared page (the values the VMM writes, what it clears and when, that
+ * it leaves the guest's fields alone). Written from the document: its own device-tree walk and its own
  * shared-page layout (the §7 table), nothing from the VMM's headers.
  *
  * A failed check does not stop the guest: it counts it and goes on. Each
@@ -34,7 +35,7 @@ typedef int64_t s64;
 #define ABI_VERSION 2
 #define MAX_CPUS 64
 #define ROUNDS 100
-#define FIXED_CHECKS 50
+#define FIXED_CHECKS 55
 
 /* §4 error numbers */
 #define ESRCH 3
@@ -42,6 +43,8 @@ typedef int64_t s64;
 #define EINVAL 22
 #define ENOSYS 38
 #define ETIMEDOUT 110
+
+#define HC_ACK_FEATURES 8 /* §4.3 */
 
 /* §4.2 */
 #define PV_WAIT_KICK (1u << 0)
@@ -171,6 +174,7 @@ struct me {
 	u64 idx;
 	struct page *sp;
 	u64 checks, fixed, violations, first_bad, bad_calls, safe_yields, asked_again, last_steal;
+	u32 acked; /* §4.3: what ack_features last answered */
 	int in_loop;
 };
 
@@ -205,13 +209,14 @@ static void running_checks(struct me *m)
 	u64 st = LD(m->sp->steal_ns);
 	CHECK(m, st >= m->last_steal);
 	m->last_steal = st;
-	/* A running vCPU's slice has a number; contended is a flag; our own
-	 * field is ours (a guest that does not opt in keeps 0 slice ends the
-	 * old way, through preempt_pending). */
-	if (dt.features & PV_GUEST_SLICE)
+	/* Once acknowledged, a running vCPU's slice has a number and contended
+	 * is a flag; before, the three fields are the reserved bytes they were
+	 * (§4.3). Our own field is ours (a guest that does not opt in keeps 0
+	 * slice ends the old way, through preempt_pending). */
+	if (m->acked & PV_GUEST_SLICE)
 		CHECK(m, LD(m->sp->slice_seq) != 0 && LD(m->sp->contended) <= 1);
 	else
-		CHECK(m, LD(m->sp->slice_seq) == 0 && LD(m->sp->contended) == 0);
+		CHECK(m, LD(m->sp->slice_seq) == 0 && LD(m->sp->contended) == 0 && LD(m->sp->slice_tsc) == 0);
 	CHECK(m, LD(m->sp->guest_slice) == 0 && LD(m->sp->reserved1) == 0);
 	m->in_loop = loop;
 }
@@ -303,8 +308,18 @@ static void private_checks(struct me *m, u32 cpu_nodes)
 	CHECK_ERR(m, hc4(HC_REPORT, (u64)"", 1, 0, 0), EINVAL);
 	CHECK_ERR(m, hc4(HC_REPORT, (u64)"bad key", 1, 0, 0), EINVAL);
 	CHECK_ERR(m, hc4(HC_REPORT, 1ull << 40, 1, 0, 0), EFAULT);
-	CHECK_ERR(m, hc4(8, 0, 0, 0, 0), ENOSYS);
+	CHECK_ERR(m, hc4(9, 0, 0, 0, 0), ENOSYS); /* the first unused number */
 	CHECK_ERR(m, hc4(511, 0, 0, 0, 0), ENOSYS); /* the last number in the window */
+	running_checks(m);
+
+	/* §4.3: a bit not offered refuses the whole call; acks only add, and
+	 * an acknowledged PV_GUEST_SLICE's fields are there when it returns */
+	CHECK_ERR(m, hc4(HC_ACK_FEATURES, dt.features | 1ull << 31, 0, 0, 0), EINVAL);
+	CHECK(m, hc4(HC_ACK_FEATURES, 0, 0, 0, 0) == 0);
+	CHECK(m, hc4(HC_ACK_FEATURES, dt.features, 0, 0, 0) == dt.features);
+	m->acked = (u32)hc4(HC_ACK_FEATURES, 0, 0, 0, 0);
+	CHECK(m, m->acked == dt.features);
+	CHECK(m, LD(sp->guest_slice) == 0); /* acknowledging is not opting in */
 	running_checks(m);
 
 	/* §4.1: wait and kick (bad arguments, the order of errors) */

@@ -16,6 +16,7 @@ TG_LDS_hcfuzz_guest    := $(TG_SRC)/guest.ld
 TG_LDS_steal_guest     := $(TG_SRC)/guest.ld
 TG_LDS_trap_guest      := $(TG_SRC)/guest.ld
 TG_LDS_conformance_guest := $(TG_SRC)/guest.ld
+TG_LDS_v2layout_guest  := $(TG_SRC)/guest.ld
 
 TG_CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-builtin -fno-pic -fno-pie \
 	-fno-stack-protector -fno-asynchronous-unwind-tables -fno-unwind-tables \
@@ -26,7 +27,7 @@ TG_LDFLAGS := -nostdlib -static -no-pie -Wl,--build-id=none \
 	-Wl,-z,max-page-size=4096 -Wl,-z,noexecstack
 
 TG_GUESTS := abi_guest exit_port_guest fault_guest spin_guest deadlock_guest pingpong_guest hcfuzz_guest \
-	steal_guest trap_guest conformance_guest
+	steal_guest trap_guest conformance_guest v2layout_guest
 TEST_GUEST_ELFS := $(TG_GUESTS:%=$(TG_OUT)/%.elf)
 
 TG_OBJS_abi_guest       := $(TG_OUT)/abi_entry.o $(TG_OUT)/abi_guest.o
@@ -39,13 +40,14 @@ TG_OBJS_hcfuzz_guest    := $(TG_OUT)/abi_entry.o $(TG_OUT)/hcfuzz_guest.o
 TG_OBJS_steal_guest     := $(TG_OUT)/steal_guest.o
 TG_OBJS_trap_guest      := $(TG_OUT)/trap_guest.o
 TG_OBJS_conformance_guest := $(TG_OUT)/abi_entry.o $(TG_OUT)/conformance_guest.o
+TG_OBJS_v2layout_guest  := $(TG_OUT)/abi_entry.o $(TG_OUT)/v2layout_guest.o
 
 .PHONY: test-guests
 test-guests: $(TEST_GUEST_ELFS)
 
 # Static pattern rules: these win over the top-level `$(BUILD)/%.o: %.c`.
 TG_C_OBJS := $(TG_OUT)/abi_guest.o $(TG_OUT)/pingpong_guest.o $(TG_OUT)/hcfuzz_guest.o \
-	$(TG_OUT)/conformance_guest.o
+	$(TG_OUT)/conformance_guest.o $(TG_OUT)/v2layout_guest.o
 TG_S_OBJS := $(TG_OUT)/abi_entry.o $(TG_OUT)/exit_port_guest.o \
 	$(TG_OUT)/fault_guest.o $(TG_OUT)/spin_guest.o $(TG_OUT)/deadlock_guest.o $(TG_OUT)/steal_guest.o \
 	$(TG_OUT)/trap_guest.o

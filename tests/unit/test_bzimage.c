@@ -22,6 +22,14 @@
 
 
 /* A well-formed image: 4 setup sectors + 1 boot sector, then a 64 KiB "kernel". */
+/* The test's RAM as the loader takes it. */
+static const struct guest_mem *flat(uint8_t *mem)
+{
+	static struct guest_mem g;
+	guest_mem_init_flat(&g, mem, MEM);
+	return &g;
+}
+
 static uint8_t *synth(size_t *len)
 {
 	size_t setup = 5 * 512, kernel = 64 << 10;
@@ -74,7 +82,7 @@ static void test_synthetic_ok(uint8_t *mem)
 				      .initrd = initrd, .initrd_len = sizeof(initrd), .acpi_rsdp = 0xe0000 };
 	struct linux_load_out out;
 	char why[256];
-	CHECK_EQ(linux_load(mem, p, len, &bz, &req, &out, why, sizeof(why)), 0);
+	CHECK_EQ(linux_load(flat(mem), p, len, &bz, &req, &out, why, sizeof(why)), 0);
 	CHECK_EQ(out.load_addr, 0x1000000);
 	CHECK_EQ(out.entry, 0x1000200);
 	CHECK(!memcmp(mem + out.load_addr, p + bz.setup_size, bz.kernel_size));
@@ -107,13 +115,13 @@ static void test_synthetic_ok(uint8_t *mem)
 	memset(longcl, 'x', sizeof(longcl) - 1);
 	longcl[sizeof(longcl) - 1] = 0;
 	req.cmdline = longcl;
-	CHECK_EQ(linux_load(mem, p, len, &bz, &req, &out, why, sizeof(why)), -EINVAL);
+	CHECK_EQ(linux_load(flat(mem), p, len, &bz, &req, &out, why, sizeof(why)), -EINVAL);
 	req.cmdline = "";
 	req.ram_end = 18 << 20;
-	CHECK_EQ(linux_load(mem, p, len, &bz, &req, &out, why, sizeof(why)), -EFBIG);
+	CHECK_EQ(linux_load(flat(mem), p, len, &bz, &req, &out, why, sizeof(why)), -EFBIG);
 	req.ram_end = RAM_END;
 	req.initrd_len = RAM_END - 0x1000000;
-	CHECK_EQ(linux_load(mem, p, len, &bz, &req, &out, why, sizeof(why)), -EFBIG);
+	CHECK_EQ(linux_load(flat(mem), p, len, &bz, &req, &out, why, sizeof(why)), -EFBIG);
 	free(p);
 }
 
@@ -234,7 +242,7 @@ static void test_real(uint8_t *mem, const char *path)
 	       (unsigned long long)bz.pref_address, bz.kernel_version);
 	struct linux_load_req req = { .mem_size = MEM, .ram_end = RAM_END, .cmdline = "console=ttyS0" };
 	struct linux_load_out out;
-	CHECK_EQ(linux_load(mem, img, len, &bz, &req, &out, why, sizeof(why)), 0);
+	CHECK_EQ(linux_load(flat(mem), img, len, &bz, &req, &out, why, sizeof(why)), 0);
 	CHECK(!memcmp(mem + out.load_addr, img + bz.setup_size, bz.kernel_size));
 
 	uint8_t *copy = malloc(len);
@@ -254,7 +262,7 @@ static void test_real(uint8_t *mem, const char *path)
 		struct bzimage b2;
 		if (parse(copy, l, &b2) == 0) {
 			accepted++;
-			int r = (t % 16 == 0) ? linux_load(mem, copy, l, &b2, &req, &out, why, sizeof(why)) : 0;
+			int r = (t % 16 == 0) ? linux_load(flat(mem), copy, l, &b2, &req, &out, why, sizeof(why)) : 0;
 			if (t % 16)
 				r = -1;
 			CHECK(r == 0 || r == -EINVAL || r == -EFBIG || r == -1);

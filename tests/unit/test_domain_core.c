@@ -286,6 +286,53 @@ static void test_alive_checks_the_answer(void)
 	dom_core_destroy(s.c);
 }
 
+/* Seats answer one by one (the agent's way): the seat that answered keeps
+ * its slot, the one that did not is reclaimed at the probe's deadline. */
+static void test_alive_seat_answers_its_own_slot(void)
+{
+	struct sim s;
+	sim_init(&s, 2, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 2, true);
+	int b = sim_join(&s, 300, 2, true);
+	s.m[a].deaf = true;
+	s.now = 10 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(count_acts(&s, DOM_ACT_REVOKE, a), 2); /* a is ahead */
+	s.m[a].deaf = false;
+	sim_release(&s, a, 0, DOM_REL_YIELD);
+	sim_release(&s, a, 1, DOM_REL_YIELD);
+	CHECK(s.m[b].v[0].running && s.m[b].v[1].running);
+	/* b (weight 300) is behind a at its slice end: both seats probed */
+	s.m[b].deaf = true;
+	s.now = 20 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(count_acts(&s, DOM_ACT_PROBE, b), 2);
+	uint32_t seq = s.c->mem[b].probe_seq;
+	int s0 = s.c->mem[b].v[0].slot, s1 = s.c->mem[b].v[1].slot;
+	CHECK(s.c->slot[s0].probing && s.c->slot[s1].probing);
+	CHECK_EQ(dom_core_alive_seat(s.c, b, 2, seq, s.now), -EINVAL); /* no such seat */
+	CHECK_EQ(dom_core_alive_seat(s.c, b, -1, seq, s.now), -EINVAL);
+	CHECK_EQ(dom_core_alive_seat(s.c, b, 0, seq + 1, s.now), -EINVAL); /* never sent */
+	CHECK_EQ(dom_core_alive_seat(s.c, a, 0, 0, s.now), 0);             /* holds nothing */
+	uint32_t seq0 = s.c->slot[s0].probe_seq;
+	CHECK_EQ(dom_core_alive_seat(s.c, b, 0, seq0 - 1, s.now), 0); /* older: covers nothing */
+	CHECK(s.c->slot[s0].probing);
+	/* the member's newest probe, answered on seat 0: seat 1's stays */
+	CHECK_EQ(dom_core_alive_seat(s.c, b, 0, seq, s.now + 1 * MS), 0);
+	CHECK(!s.c->slot[s0].probing && s.c->slot[s1].probing);
+	CHECK(dom_core_check(s.c) == NULL);
+	s.now = 25 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(count_acts(&s, DOM_ACT_RECLAIM, b), 1);
+	CHECK_EQ(s.c->mem[b].reclaims, 1);
+	CHECK(s.m[b].v[0].running && !s.m[b].v[1].running);
+	CHECK(dom_core_check(s.c) == NULL);
+	dom_core_destroy(s.c);
+}
+
 static void test_join_mid_run(void)
 {
 	struct sim s;
@@ -643,6 +690,7 @@ int main(void)
 	RUN(test_live_member_behind_answers_probes);
 	RUN(test_own_queue_never_revokes);
 	RUN(test_alive_checks_the_answer);
+	RUN(test_alive_seat_answers_its_own_slot);
 	RUN(test_weights_1_2);
 	RUN(test_weights_1_1_2);
 	RUN(test_join_mid_run);

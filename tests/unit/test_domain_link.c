@@ -16,6 +16,11 @@
  * They also sleep in PV waits and kick siblings, so the members' demand
  * for seats rises and falls as a lock workload's does.
  *
+ * A last round hangs one member's vCPU threads (out of guest mode, slots
+ * held) while its link thread lives: the probes are the vCPUs' to answer
+ * (member_probe.c), so its slots are reclaimed within a slice and the
+ * grace, where the link's own answers kept them for seconds.
+ *
  * Short agent slices and lock regions now and then longer than a lease's
  * margin make the agent's revokes meet the members' own lease-end yields,
  * and a hook (dlink_test_gap, test builds only) holds slot threads between
@@ -73,8 +78,19 @@ struct fvcpu {
 	atomic_bool *stop;
 	int nv;                       /* its VM's vCPUs */
 	int cpu;                      /* its slot's host CPU while in guest mode */
-	long entries, claims, safe_points, forced, waits, kicks;
+	atomic_long entries;          /* read while it runs (the hung-member round) */
+	long claims, safe_points, forced, waits, kicks;
+	struct hang *hang;            /* its VM's */
 	pthread_t th;
+};
+
+/* A VM whose vCPU threads hang (behind a device, a host lock...) while its
+ * link thread lives: each stops, out of guest mode, at its next exit. */
+struct hang {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool on;
+	int hung;                     /* vCPU threads stopped there now */
 };
 
 struct member {
@@ -83,6 +99,7 @@ struct member {
 	struct fvcpu v[MAXV];
 	int nv;
 	atomic_bool stop;
+	struct hang hang;
 	pthread_t ticker;
 	int tick_stop[2];
 };
@@ -155,6 +172,34 @@ static void burn(struct fvcpu *f, unsigned ns)
 	}
 }
 
+/* Out of guest mode: where a hung vCPU thread stops, its slot held. */
+static void hang_here(struct fvcpu *f)
+{
+	struct hang *h = f->hang;
+	pthread_mutex_lock(&h->mu);
+	h->hung += h->on;
+	while (h->on)
+		pthread_cond_wait(&h->cv, &h->mu);
+	h->hung = 0;
+	pthread_mutex_unlock(&h->mu);
+}
+
+static void hang_set(struct hang *h, bool on)
+{
+	pthread_mutex_lock(&h->mu);
+	h->on = on;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+}
+
+static int hang_count(struct hang *h)
+{
+	pthread_mutex_lock(&h->mu);
+	int n = h->hung;
+	pthread_mutex_unlock(&h->mu);
+	return n;
+}
+
 enum why_out { OUT_FORCED, OUT_SAFE_POINT, OUT_SLICE_OVER, OUT_WAIT, OUT_KICK, OUT_STOP };
 
 /* "KVM_RUN": lock regions and private work until something ends it. */
@@ -197,6 +242,7 @@ static void *vcpu_main(void *arg)
 		enter_guest(f);
 		enum why_out why = run_guest(f, &seed);
 		leave_guest(f);
+		hang_here(f);
 		if (why == OUT_STOP)
 			break;
 		if (why == OUT_FORCED) {
@@ -243,11 +289,11 @@ static void *ticker_main(void *arg)
 	return NULL;
 }
 
-static int member_start(struct member *m, const char *domain, int nv, const char *policy, int k)
+static int member_start(struct member *m, const char *domain, int nv, const char *policy, int k, uint32_t weight)
 {
 	char name[16], why[200];
 	snprintf(name, sizeof(name), "m%d", k);
-	struct dlink_params dp = { .domain = domain, .nvcpus = nv, .weight = 100, .policy = policy,
+	struct dlink_params dp = { .domain = domain, .nvcpus = nv, .weight = weight, .policy = policy,
 				   .vm_name = name, .slice_floor = true };
 	struct dlink_info info;
 	int rc = dlink_join(&m->l, &dp, &info, why, sizeof(why));
@@ -268,6 +314,10 @@ static int member_start(struct member *m, const char *domain, int nv, const char
 	}
 	m->nv = nv;
 	atomic_store(&m->stop, false);
+	pthread_mutex_init(&m->hang.mu, NULL);
+	pthread_cond_init(&m->hang.cv, NULL);
+	m->hang.on = false;
+	m->hang.hung = 0;
 	for (int v = 0; v < nv; v++) {
 		struct fvcpu *f = &m->v[v];
 		memset(f, 0, sizeof(*f));
@@ -275,6 +325,7 @@ static int member_start(struct member *m, const char *domain, int nv, const char
 		f->id = v;
 		f->nv = nv;
 		f->stop = &m->stop;
+		f->hang = &m->hang;
 		sched_set_vcpu(m->s, v, &fake_ops, f);
 	}
 	struct dlink_hooks h = { 0 };
@@ -307,10 +358,12 @@ static void member_stop(struct member *m, struct dlink_report *rep)
 	close(m->tick_stop[1]);
 	sched_destroy(m->s);
 	dlink_destroy(m->l);
+	pthread_mutex_destroy(&m->hang.mu);
+	pthread_cond_destroy(&m->hang.cv);
 }
 
 /* The agent in a child process; its ready line read from a pipe. */
-static pid_t agent_start(const char *name, int nslots, const int *cpus)
+static pid_t agent_start(const char *name, int nslots, const int *cpus, uint64_t grace_ns)
 {
 	int pfd[2];
 	if (pipe(pfd) < 0)
@@ -325,9 +378,7 @@ static pid_t agent_start(const char *name, int nslots, const int *cpus)
 			dup2(null, 2);
 		setvbuf(stdout, NULL, _IONBF, 0);
 		struct dom_agent_opts o = { .name = name, .nslots = nslots, .slice_ns = 2000000,
-					    /* honest members are never reclaimed: a reclaim
-					     * would break the bound by design */
-					    .grace_ns = 2000000000ull, .gid = -1, .confine = DOM_CONFINE_SELF };
+					    .grace_ns = grace_ns, .gid = -1, .confine = DOM_CONFINE_SELF };
 		for (int i = 0; i < nslots; i++)
 			o.slot_cpu[i] = cpus[i];
 		char why[200];
@@ -361,18 +412,21 @@ static void agent_stop(pid_t pid)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
-static void run_round(const char *policy, int nm, int nv, int ms)
+static int round_no;
+
+/* The domain's two slots on the first two CPUs this process may use, and
+ * the counters cleared; false (skipped) with fewer. */
+static bool round_start(int cpus[2], char *name, size_t len)
 {
-	static int round;
 	cpu_set_t set;
-	int cpus[2], n = 0;
+	int n = 0;
 	CHECK(sched_getaffinity(0, sizeof(set), &set) == 0);
 	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
 		if (CPU_ISSET(c, &set))
 			cpus[n++] = c;
 	if (n < 2) {
 		SKIP("domain link: needs 2 CPUs, this process may use %d", n);
-		return;
+		return false;
 	}
 	bound = 2;
 	atomic_store(&gaps, 0);
@@ -381,16 +435,25 @@ static void run_round(const char *policy, int nm, int nv, int ms)
 	atomic_store(&over_bound, 0);
 	atomic_store(&cpu_over, 0);
 	atomic_store(&cpu_unknown, 0);
+	snprintf(name, len, "link%d-%d", (int)getpid(), round_no++);
+	return true;
+}
+
+static void run_round(const char *policy, int nm, int nv, int ms)
+{
+	int cpus[2];
 	char name[32];
-	snprintf(name, sizeof(name), "link%d-%d", (int)getpid(), round++);
-	pid_t agent = agent_start(name, 2, cpus);
+	if (!round_start(cpus, name, sizeof(name)))
+		return;
+	/* honest members are never reclaimed: a reclaim would break the bound by design */
+	pid_t agent = agent_start(name, 2, cpus, 2000000000ull);
 	CHECK(agent > 0);
 	if (agent <= 0)
 		return;
 	struct member m[MAXM];
 	int started = 0;
 	for (int k = 0; k < nm; k++) {
-		int rc = member_start(&m[k], name, nv, policy, k);
+		int rc = member_start(&m[k], name, nv, policy, k, 100);
 		CHECK_EQ(rc, 0);
 		if (rc)
 			break;
@@ -440,6 +503,99 @@ static void test_members_never_exceed_the_slots(void)
 	run_round("directed", 4, 2, 1000);
 }
 
+static long entries_now(struct member *m)
+{
+	long n = 0;
+	for (int v = 0; v < m->nv; v++)
+		n += atomic_load(&m->v[v].entries);
+	return n;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Polls m's report until it counts a reclaim: ms waited, or -1 past limit_ms. */
+static int wait_reclaim(struct member *m, int limit_ms)
+{
+	for (int t = 0; t <= limit_ms; t += 2) {
+		struct dlink_report rep;
+		dlink_get_report(m->l, &rep);
+		if (rep.reclaims)
+			return t;
+		sleep_ms(2);
+	}
+	return -1;
+}
+
+/*
+ * Issue 31 item 5: a member whose vCPU threads hang while its link thread
+ * lives. H (weight 10000) is far behind O (weight 1) in vtime, so at its
+ * slice ends it is renewed and probed, never revoked: while its link
+ * answered the probes H kept both slots until its vtime caught up with
+ * O's (seconds here, with both slots hung). Answered by the vCPUs at a
+ * scheduling point, the hung seat's probe goes unanswered and the slot is
+ * reclaimed within a slice plus the grace (0.25 s here). While H was honest, busy in
+ * guest mode, it answered every probe (pokes) and lost nothing; O, the
+ * honest member beside it, is never reclaimed and gets the slots; the
+ * exact in-guest count holds throughout (a hung vCPU is out of guest mode).
+ */
+static void test_hung_vcpus_lose_their_slots(void)
+{
+	int cpus[2];
+	char name[32];
+	if (!round_start(cpus, name, sizeof(name)))
+		return;
+	/* honest answers come in well under it, TSan too (a wake of the link
+	 * and a forced exit); a loaded host's wake-ups get room */
+	const uint64_t grace_ns = 250000000ull;
+	pid_t agent = agent_start(name, 2, cpus, grace_ns);
+	CHECK(agent > 0);
+	if (agent <= 0)
+		return;
+	static struct member o, h;
+	CHECK_EQ(member_start(&o, name, 2, "pv", 0, 1), 0);
+	sleep_ms(100); /* O alone: its vtime runs ahead at weight 1 */
+	CHECK_EQ(member_start(&h, name, 2, "pv", 1, 10000), 0);
+	sleep_ms(400); /* H honest and busy: probed at its slice ends, answers */
+	struct dlink_report hr, orp;
+	dlink_get_report(h.l, &hr);
+	CHECK_EQ(hr.reclaims, 0);
+	CHECK(hr.probes > 0);
+	long h_before = entries_now(&h);
+	CHECK(h_before > 0);
+	uint64_t probes_honest = hr.probes;
+	hang_set(&h.hang, true);
+	int waited = wait_reclaim(&h, 4000);
+	int hung = hang_count(&h.hang);
+	long o_at = entries_now(&o);
+	sleep_ms(200); /* O has the slots now */
+	long o_after = entries_now(&o);
+	dlink_get_report(h.l, &hr);
+	printf("  hung member: %llu probes answered while honest; reclaimed %d ms after its vCPUs were told to "
+	       "hang (%d hung then; grace %llu ms), %llu reclaims; the other member's entries %ld -> %ld in 200 ms "
+	       "after; most in guest mode at once %d\n",
+	       (unsigned long long)probes_honest, waited, hung, (unsigned long long)(grace_ns / 1000000),
+	       (unsigned long long)hr.reclaims, o_at, o_after, atomic_load(&max_in_guest));
+	CHECK(waited >= 0);
+	/* a slice (2 ms) and the grace, with room for a loaded or TSan host;
+	 * the link's own answers kept the slots for seconds */
+	CHECK(waited >= 0 && waited <= 1500);
+	CHECK(o_after > o_at);
+	hang_set(&h.hang, false);
+	member_stop(&h, &hr);
+	member_stop(&o, &orp);
+	agent_stop(agent);
+	CHECK_EQ(orp.reclaims, 0); /* the honest member */
+	CHECK(!orp.lost && !hr.lost);
+	CHECK_EQ(atomic_load(&cpu_unknown), 0);
+	CHECK_EQ(atomic_load(&cpu_over), 0);
+	CHECK_EQ(atomic_load(&over_bound), 0);
+	CHECK(atomic_load(&max_in_guest) <= bound);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_domain_link.XXXXXX";
@@ -451,6 +607,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	dlink_test_gap = slot_gap;
 	RUN(test_members_never_exceed_the_slots);
+	RUN(test_hung_vcpus_lose_their_slots);
 	char cmd[64];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd)) {

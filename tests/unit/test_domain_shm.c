@@ -279,8 +279,11 @@ static void layout_check(int nseats, int nvcpus)
 	for (int j = 0; j < nseats; j++) {
 		CHECK((char *)dom_shm_grant(&a, j) == gb + (before + j) * DOM_SHM_LINE);
 		CHECK((char *)dom_shm_req(&a, j) == rb + (1 + j) * DOM_SHM_LINE);
+		/* each seat's probe answer beside its req word, on its line */
+		CHECK((char *)dom_shm_probe_ack(&a, j) == rb + (1 + j) * DOM_SHM_LINE + 4);
 		*dom_shm_grant(&a, j) = dom_grant_word((uint32_t)j * 3, 0, j % 256);
 		*dom_shm_req(&m, j) = dom_req_word((uint32_t)j * 5, DOM_WANT_SLOT);
+		*dom_shm_probe_ack(&m, j) = (uint32_t)j * 11 + 1;
 	}
 	for (int v = 0; v < nvcpus; v++) {
 		char *e = (char *)dom_shm_req_vcpu(&a, v);
@@ -303,6 +306,7 @@ static void layout_check(int nseats, int nvcpus)
 	for (int j = 0; j < nseats; j++) {
 		bad += *dom_shm_grant(&m, j) != dom_grant_word((uint32_t)j * 3, 0, j % 256);
 		bad += *dom_shm_req(&a, j) != dom_req_word((uint32_t)j * 5, DOM_WANT_SLOT);
+		bad += *dom_shm_probe_ack(&a, j) != (uint32_t)j * 11 + 1;
 	}
 	for (int v = 0; v < nvcpus; v++)
 		bad += dom_shm_req_vcpu(&a, v)->ns_running != (uint64_t)v * 1000 + 1;
@@ -310,6 +314,7 @@ static void layout_check(int nseats, int nvcpus)
 	/* no seat or vCPU outside the segment */
 	CHECK(dom_shm_grant(&a, -1) == NULL && dom_shm_grant(&a, nseats) == NULL);
 	CHECK(dom_shm_req(&m, -1) == NULL && dom_shm_req(&m, nseats) == NULL);
+	CHECK(dom_shm_probe_ack(&m, -1) == NULL && dom_shm_probe_ack(&m, nseats) == NULL);
 	CHECK(dom_shm_req_vcpu(&m, -1) == NULL && dom_shm_req_vcpu(&m, nvcpus) == NULL);
 
 	void *ar = a.req, *ag = a.grant, *mr = m.req, *mg = m.grant;

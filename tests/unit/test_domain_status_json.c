@@ -3,7 +3,8 @@
  * socketpair, no agent loop), for a fixed domain: two slots, one member of
  * three vCPUs with a reported policy and odd names, against
  * tests/unit/data/domain_status_golden.json, which the old hand-rolled
- * writer (lib/json_writer) wrote for the same domain. agent_pid and
+ * writer (lib/json_writer) wrote for the same domain (with the agent
+ * guard's counts added since, issue 31). agent_pid and
  * uptime_ns are this process's and this moment's: compared by type only.
  * `test_domain_status_json --write-golden FILE` writes the answer.
  */

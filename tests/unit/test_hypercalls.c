@@ -74,8 +74,16 @@ static int fake_safe_point(void *s, int v)
 	return fake.answer;
 }
 
+static int fake_features_acked(void *s, int v)
+{
+	(void)s;
+	fake.op = 'a', fake.v = v;
+	return fake.answer;
+}
+
 static const struct hc_sched_ops fake_ops = {
 	.wait = fake_wait, .kick = fake_kick, .spin = fake_spin, .safe_point = fake_safe_point,
+	.features_acked = fake_features_acked,
 };
 
 static struct hc_result call3(struct hc_vm *vm, unsigned vcpu, uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2)
@@ -150,6 +158,45 @@ static void test_pv_calls(uint8_t *mem)
 	vm.sched_ops = NULL;
 	CHECK_EQ(call3(&vm, 0, VMM_HC_WAIT, 0x6000, 5, 0).ret, -VMM_ENOSYS);
 	CHECK_EQ(fake.op, 0);
+}
+
+/*
+ * ack_features (ABI.md 4.3): a bit not offered refuses the whole call and is
+ * counted; acks only add, per vCPU; the scheduler publishes the fields the
+ * first time a vCPU accepts a bit that governs some, and only then.
+ */
+static void test_ack_features(void)
+{
+	struct hc_vcpu_reports reports[2] = { 0 };
+	atomic_uint acked[2] = { 0 };
+	struct hc_vm vm = { .ncpus = 2, .reports = reports, .sched_ops = &fake_ops, .sched_base = 4,
+			    .pv_features = VMM_PV_WAIT_KICK | VMM_PV_SAFE_POINT | VMM_PV_GUEST_SLICE, .acked = acked };
+	fake.op = 0, fake.answer = 0;
+	uint64_t errs = atomic_load(&vm.errors);
+	CHECK_EQ(call(&vm, 1, VMM_HC_ACK_FEATURES, VMM_PV_GUEST_SLICE | VMM_PV_YIELD, 0).ret, -VMM_EINVAL);
+	CHECK_EQ(call(&vm, 1, VMM_HC_ACK_FEATURES, 1ull << 32, 0).ret, -VMM_EINVAL); /* all 64 bits count */
+	CHECK_EQ(atomic_load(&vm.errors), errs + 2);
+	CHECK(atomic_load(&acked[1]) == 0 && fake.op == 0); /* nothing of a refused call */
+	CHECK_EQ(call(&vm, 1, VMM_HC_ACK_FEATURES, VMM_PV_WAIT_KICK, 0).ret, VMM_PV_WAIT_KICK);
+	CHECK_EQ(fake.op, 0); /* bit 0 governs no field: nothing to publish */
+	CHECK_EQ(call(&vm, 1, VMM_HC_ACK_FEATURES, VMM_PV_GUEST_SLICE, 0).ret, VMM_PV_WAIT_KICK | VMM_PV_GUEST_SLICE);
+	CHECK(fake.op == 'a' && fake.v == 5);
+	fake.op = 0;
+	CHECK_EQ(call(&vm, 1, VMM_HC_ACK_FEATURES, VMM_PV_GUEST_SLICE, 0).ret, VMM_PV_WAIT_KICK | VMM_PV_GUEST_SLICE);
+	CHECK_EQ(call(&vm, 1, VMM_HC_ACK_FEATURES, 0, 0).ret, VMM_PV_WAIT_KICK | VMM_PV_GUEST_SLICE); /* only adds */
+	CHECK_EQ(fake.op, 0); /* published once */
+	CHECK_EQ(call(&vm, 0, VMM_HC_ACK_FEATURES, 0, 0).ret, 0); /* per vCPU */
+	CHECK_EQ(atomic_load(&vm.errors), errs + 2);
+	/* the scheduler says stop: the vCPU ends */
+	fake.answer = -ECANCELED;
+	CHECK_EQ(call(&vm, 0, VMM_HC_ACK_FEATURES, VMM_PV_GUEST_SLICE, 0).stop, -ECANCELED);
+	fake.answer = 0;
+	/* a VM without a scheduler (--sched host) or without per-vCPU state */
+	vm.sched_ops = NULL;
+	vm.pv_features = VMM_PV_YIELD;
+	CHECK_EQ(call(&vm, 1, VMM_HC_ACK_FEATURES, VMM_PV_GUEST_SLICE, 0).ret, -VMM_EINVAL);
+	vm.acked = NULL;
+	CHECK_EQ(call(&vm, 1, VMM_HC_ACK_FEATURES, VMM_PV_YIELD, 0).ret, VMM_PV_YIELD);
 }
 
 /* ---- the real scheduler ---- */
@@ -428,6 +475,7 @@ int main(void)
 	CHECK_EQ(out_of_range, 0);
 	CHECK_EQ(atomic_load(&vm.errors) - errs_before, bad);
 	test_pv_calls(mem);
+	test_ack_features();
 	memset(mem, 0, MEM);
 	test_pv_calls_real_sched(mem);
 	fuzz_real_sched(mem);

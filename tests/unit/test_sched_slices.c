@@ -124,6 +124,33 @@ static void case_guest_ends_its_slice(void)
 	sched_core_destroy(c);
 }
 
+/* A guest's ack of the slice fields (ABI.md 4.3) comes mid-slice, after
+ * the grant's NEW_SLICE was dropped for it: the core says again what is
+ * left of the slice and whether anyone queues, and learns the opt-in the
+ * guest set before its ack, so this very slice is guest-timed. */
+static void case_ack_publishes_mid_slice(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, false, &f);
+	resume(c, &f, 0, 10);
+	f.new_slice_us[0] = -1, f.contended[0] = false; /* what the page holds: nothing */
+	f.h[0].guest_slice = true;
+	sched_core_features_acked(c, 0, 10 + SLICE / 2);
+	drain(c, &f);
+	CHECK(f.new_slice_us[0] == (int)(SLICE / 2 / US));
+	CHECK(f.contended[0]); /* vCPU 1 queues */
+	CHECK(sched_core_next_deadline(c) == 10 + SLICE + DEFER);
+	sched_core_tick(c, 10 + SLICE);
+	drain(c, &f);
+	CHECK(f.pending_sets == 0 && f.forces == 0);
+	/* a vCPU that holds no slot has no slice to publish */
+	f.new_slice_us[1] = -1;
+	sched_core_features_acked(c, 1, 10 + SLICE + 1);
+	drain(c, &f);
+	CHECK(f.new_slice_us[1] == -1);
+	sched_core_destroy(c);
+}
+
 static void case_hard_deadline(void)
 {
 	struct fake f;
@@ -638,6 +665,7 @@ int main(void)
 	CASE(case_wake_cuts_the_slice(true));
 	CASE(case_wake_leaves_gang_alone());
 	CASE(case_guest_ends_its_slice());
+	CASE(case_ack_publishes_mid_slice());
 	CASE(case_hard_deadline());
 	CASE(case_early_claim_declined());
 	CASE(case_nobody_queued());

@@ -1018,9 +1018,53 @@ static void test_offline_if(void)
 	cur_case[0] = 0;
 }
 
+static int point_slot[8], npoints;
+static void count_points(void *ctx, int slot)
+{
+	(void)ctx;
+	if (npoints < 8)
+		point_slot[npoints] = slot;
+	npoints++;
+}
+
+/* A poke makes the slot's holder pass a scheduling point and keep its
+ * slot; a point is told on the vCPU's own thread with the slot it holds. */
+static void test_poke(void)
+{
+	snprintf(cur_case, sizeof(cur_case), " in poke");
+	struct sched_params p = { .nvcpus = 1, .npcpus = 2, .policy = "none", .slice_ns = 1000000,
+				  .slots_offline = true };
+	struct sched *s = mk_params(&p);
+	npoints = 0;
+	sched_set_point_cb(s, count_points, NULL);
+	sched_slots_keep(s, true); /* slot 0 stays online with nobody on it */
+	sched_start(s);
+	CHECK(sched_slot_poke(s, 0) == -ENOENT && sched_slot_poke(s, 2) == -EINVAL && sched_slot_poke(s, -1) == -EINVAL);
+	sched_slot_online(s, 1, -1);
+	CHECK(sched_vcpu_enter(s, 0) == 0);
+	CHECK(npoints == 1 && point_slot[0] == 1); /* the grant is one */
+	sched_slot_online(s, 0, -1);
+	CHECK(sched_slot_poke(s, 0) == 0); /* online, nobody on it */
+	CHECK(sched_slot_poke(s, 1) == 1 && atomic_load(&fvs[0].force) == 1);
+	CHECK(sched_slot_poke(s, 1) == 1 && atomic_load(&fvs[0].force) == 1); /* not forced twice */
+	CHECK(!sched_vcpu_after_exit(s, 0)); /* answered, and the slot kept */
+	CHECK(npoints == 2 && point_slot[1] == 1);
+	CHECK(!sched_vcpu_after_exit(s, 0) && npoints == 2);
+	CHECK(sched_vcpu_spin(s, 0, -1, SCHED_SPIN_YIELD) == 0 && npoints == 3); /* nobody else: kept */
+	/* a give-back asked for is not turned into a poke */
+	atomic_store(&fvs[0].force, 0);
+	CHECK(sched_slot_offline(s, 1));
+	CHECK(sched_slot_poke(s, 1) == 1 && sched_vcpu_after_exit(s, 0));
+	CHECK(sched_vcpu_yield_slot(s, 0) == 0 && npoints == 4 && point_slot[3] == 0); /* moved to slot 0 */
+	sched_vcpu_done(s, 0);
+	sched_destroy(s);
+	cur_case[0] = 0;
+}
+
 int main(void)
 {
 	test_offline_if();
+	test_poke();
 	test_single_thread();
 	test_tick();
 	test_pinning();

@@ -5,12 +5,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "lib/bytes.h"
-
-#define PTE_P (1ull << 0)
-#define PTE_RW (1ull << 1)
-#define PTE_US (1ull << 2)
-#define PTE_PS (1ull << 7)
+#include "vcpu/x86/boot_tables.h"
 
 #define CR0_PE (1ull << 0)
 #define CR0_MP (1ull << 1)
@@ -27,36 +22,18 @@
 #define TSS_OFFSET 0x80
 #define TSS_LIMIT 0x67
 
-/* A GDT descriptor from its fields (Intel SDM vol. 3, 3.4.5). */
-static uint64_t gdt_entry(uint32_t base, uint32_t limit, uint16_t flags)
+int x86_boot_write_tables(const struct guest_mem *gm, const struct x86_boot *b)
 {
-	return ((uint64_t)(base & 0xff000000) << 32) | ((uint64_t)(base & 0x00ffffff) << 16) |
-	       ((uint64_t)(limit & 0x000f0000) << 32) | (uint64_t)(limit & 0xffff) |
-	       ((uint64_t)(flags & 0xf0ff) << 40);
-}
-
-void x86_boot_write_tables(uint8_t *mem, const struct x86_boot *b)
-{
-	uint64_t pml4 = b->pt_gpa, pdpt = pml4 + 0x1000, pd = pml4 + 0x2000;
-
-	memset(mem + pml4, 0, 6 * 0x1000);
-	put_le64(mem + pml4, pdpt | PTE_P | PTE_RW | PTE_US);
-	for (uint64_t g = 0; g < 4; g++) {
-		put_le64(mem + pdpt + g * 8, (pd + g * 0x1000) | PTE_P | PTE_RW | PTE_US);
-		for (uint64_t i = 0; i < 512; i++) {
-			uint64_t addr = (g << 30) | (i << 21);
-			put_le64(mem + pd + g * 0x1000 + i * 8, addr | PTE_P | PTE_RW | PTE_US | PTE_PS);
-		}
-	}
-
-	uint64_t gdt = b->gdt_gpa;
-	memset(mem + gdt, 0, 0x1000);
-	put_le64(mem + gdt + 0x00, 0);
-	put_le64(mem + gdt + X86_SEL_CODE64, gdt_entry(0, 0xfffff, 0xa09b)); /* G, L, P, code r/x */
-	put_le64(mem + gdt + X86_SEL_DATA, gdt_entry(0, 0xfffff, 0xc093));   /* G, D/B, P, data r/w */
-	uint32_t tss = (uint32_t)(gdt + TSS_OFFSET);
-	put_le64(mem + gdt + X86_SEL_TSS, gdt_entry(tss, TSS_LIMIT, 0x008b)); /* P, busy 64-bit TSS */
-	put_le64(mem + gdt + X86_SEL_TSS + 8, 0);                            /* base 63:32 */
+	/* the TSS inside the GDT's page, zeroed with it */
+	struct x86_boot_tables t = {
+		.pt_gpa = b->pt_gpa, .user = true, .gdt_gpa = b->gdt_gpa, .gdt_bytes = 0x1000, .ndesc = 3,
+		.desc = {
+			{ X86_SEL_CODE64, 0, 0xfffff, 0xa09b }, /* G, L, P, code r/x */
+			{ X86_SEL_DATA, 0, 0xfffff, 0xc093 },   /* G, D/B, P, data r/w */
+			{ X86_SEL_TSS, (uint32_t)(b->gdt_gpa + TSS_OFFSET), TSS_LIMIT, 0x008b }, /* P, busy 64-bit TSS */
+		},
+	};
+	return x86_boot_tables_write(gm, &t);
 }
 
 static struct kvm_segment seg(uint16_t sel, uint8_t type, uint8_t s, uint8_t l, uint8_t db,

@@ -108,7 +108,8 @@ static const char *const feature_names[32] = {
 	[16] = "hc_map_gpa_range", [17] = "migration_control", [24] = "clocksource_stable",
 };
 
-const char *x86_kvm_feature_names(uint32_t f, char *buf, size_t len)
+/* "clocksource,nop_io_delay,..." for KVM_FEATURE_* bits. */
+static const char *x86_kvm_feature_names(uint32_t f, char *buf, size_t len)
 {
 	size_t at = 0;
 	buf[0] = '\0';

@@ -41,8 +41,6 @@ unsigned x86_cpuid_mask_auto(char *why, size_t whylen);
  * dropped and why. */
 uint32_t x86_kvm_pv_features(const struct kvm_cpuid2 *supported, bool vmcall_ok, bool pv_spinlock,
 			     char *note, size_t notelen);
-/* "clocksource,nop_io_delay,..." for KVM_FEATURE_* bits. */
-const char *x86_kvm_feature_names(uint32_t f, char *buf, size_t len);
 
 struct x86_cpuid_linux {
 	uint32_t kvm_features; /* 0x40000001 EAX */

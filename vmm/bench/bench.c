@@ -30,7 +30,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void bench_machine_probe(struct bench_machine *mc)
+static void bench_machine_probe(struct bench_machine *mc)
 {
 	memset(mc, 0, sizeof(*mc));
 	mc->nproc = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);

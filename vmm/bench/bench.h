@@ -11,9 +11,6 @@
 #ifndef VMM_BENCH_H
 #define VMM_BENCH_H
 
-#include "vmm/bench/matrix/types.h"
-
 int bench_main(int argc, char **argv);
-void bench_machine_probe(struct bench_machine *mc);
 
 #endif

@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "hypercalls/abi.h"
+#include "hypercalls/features.h"
 #include "vcpu/kvm_stats.h"
 
 static struct vmm_shared_page *page(const struct sched_glue *g)
@@ -69,14 +70,27 @@ static void set_steal_ns(void *opaque, uint64_t ns)
 	__atomic_store_n(&page(opaque)->steal_ns, ns, __ATOMIC_RELEASE);
 }
 
+/*
+ * Guest-timed slices' fields were reserved bytes when version 2 fixed the
+ * page: without the guest's ack (ABI.md 4.3) they stay 0 and its
+ * guest_slice means nothing, as before the feature existed. The ack is set
+ * before the scheduler's mutex is taken to publish them (hypercalls/
+ * features.c), and every write below runs under that mutex: none is lost.
+ */
+static bool slice_acked(const struct sched_glue *g)
+{
+	return hc_acked(&g->vm->hc, g->vcpu) & VMM_PV_GUEST_SLICE;
+}
+
 static bool guest_slice(void *opaque)
 {
-	return __atomic_load_n(&page(opaque)->guest_slice, __ATOMIC_RELAXED) != 0;
+	return slice_acked(opaque) && __atomic_load_n(&page(opaque)->guest_slice, __ATOMIC_RELAXED) != 0;
 }
 
 static void set_contended(void *opaque, bool on)
 {
-	__atomic_store_n(&page(opaque)->contended, on, __ATOMIC_RELEASE);
+	if (slice_acked(opaque))
+		__atomic_store_n(&page(opaque)->contended, on, __ATOMIC_RELEASE);
 }
 
 /* The guest counts the slice in its own TSC from when it first sees the new
@@ -84,6 +98,8 @@ static void set_contended(void *opaque, bool on)
 static void new_slice(void *opaque, uint64_t ns)
 {
 	struct sched_glue *g = opaque;
+	if (!slice_acked(g))
+		return;
 	struct vmm_shared_page *p = page(g);
 	uint64_t khz = g->vm->vcpus[g->vcpu].tsc_khz;
 	uint64_t ticks = khz ? ns / 1000 * khz / 1000 + ns % 1000 * khz / 1000000 : ns;

@@ -23,9 +23,16 @@ static int glue_safe_point(void *s, int v)
 	return sched_vcpu_safe_point(s, v);
 }
 
+static int glue_features_acked(void *s, int v)
+{
+	sched_vcpu_features_acked(s, v);
+	return 0;
+}
+
 const struct hc_sched_ops sched_glue_hc_ops = {
 	.wait = glue_wait,
 	.kick = glue_kick,
 	.spin = glue_spin,
 	.safe_point = glue_safe_point,
+	.features_acked = glue_features_acked,
 };

@@ -49,8 +49,6 @@ int trace_output_fd(const struct trace *t)
 	return t && t->out ? fileno(t->out) : -1;
 }
 
-uint64_t trace_count(const struct trace *t) { return t->n; }
-uint64_t trace_dropped(const struct trace *t) { return t->dropped; }
 
 void trace_sched_event(void *ctx, enum sched_trace_ev ev, int v, int arg, uint64_t now_ns)
 {

@@ -23,7 +23,5 @@ int trace_write(const struct trace *t, const char *path, int nvcpus, int nslots,
 /* Opens path for trace_write now, before the seccomp filter forbids open(2). */
 void trace_open_output(struct trace *t, const char *path);
 int trace_output_fd(const struct trace *t); /* -1: none */
-uint64_t trace_count(const struct trace *t);
-uint64_t trace_dropped(const struct trace *t);
 
 #endif

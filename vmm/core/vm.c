@@ -26,7 +26,7 @@ int vm_error_set(struct vm_error *err, int status, int code, const char *fmt, ..
 	err->status = status;
 	return code;
 }
-void run_ctl_wake(struct run_ctl *ctl)
+static void run_ctl_wake(struct run_ctl *ctl)
 {
 	uint64_t one = 1;
 	if (write(ctl->wake_fd, &one, sizeof(one)) < 0) {
@@ -183,7 +183,8 @@ static int create_vcpus(struct vm *vm, struct vm_error *err)
 		.ended = on_vcpu_ended, .opaque = vm,
 		.guest = vm->linux_guest ? &vm->linux_guest->hooks : NULL, /* Linux guests */
 	};
-	x86_boot_write_tables(vm->mem, &vm->env.boot);
+	if (x86_boot_write_tables(&vm->hc.mem, &vm->env.boot))
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -EFAULT, "the boot tables lie outside guest memory");
 	vm->vcpus = calloc(cfg->ncpus, sizeof(*vm->vcpus));
 	if (!vm->vcpus)
 		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
@@ -233,7 +234,8 @@ int vm_create(struct vm *vm, unsigned id, struct kvm_host *kvm, const struct vm_
 	vm->hc = (struct hc_vm){ .ncpus = cfg->ncpus, .console = console_out, .opaque = vm };
 	guest_mem_init_flat(&vm->hc.mem, vm->mem, cfg->mem_bytes);
 	vm->hc.reports = calloc(cfg->ncpus, sizeof(*vm->hc.reports));
-	if (!vm->hc.reports)
+	vm->hc.acked = calloc(cfg->ncpus, sizeof(*vm->hc.acked));
+	if (!vm->hc.reports || !vm->hc.acked)
 		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -ENOMEM, "out of memory");
 	r = create_vcpus(vm, err);
 	if (!r)
@@ -247,6 +249,7 @@ void vm_destroy(struct vm *vm)
 		vcpu_destroy(&vm->vcpus[i]);
 	free(vm->vcpus);
 	free(vm->hc.reports);
+	free(vm->hc.acked);
 	bool mem_busy = vm_linux_destroy(vm); /* Linux guests */
 	if (vm->uart.out)
 		uart8250_destroy(&vm->uart);

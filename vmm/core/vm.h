@@ -42,7 +42,6 @@ struct run_ctl {
 
 /* Asks every vCPU of the run to leave (first reason wins); safe from any thread. */
 void run_request_stop(struct run_ctl *ctl, enum vm_stop why, int vm, int vcpu, uint32_t guest_status);
-void run_ctl_wake(struct run_ctl *ctl);
 
 struct vm_error {
 	int status; /* enum vmm_exit_status */

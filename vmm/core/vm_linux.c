@@ -105,10 +105,13 @@ int vm_linux_load(struct vm *vm, struct vm_error *err)
 		.initrd = in->initrd, .initrd_len = in->initrd_len, .acpi_rsdp = l->acpi_rsdp,
 		.acpi_end = LINUX_ACPI_GPA + acpi_len,
 	};
-	int r = linux_load(vm->mem, in->kernel, in->kernel_len, &l->bz, &req, &l->load, why, sizeof(why));
+	struct guest_mem gm;
+	guest_mem_init_flat(&gm, vm->mem, cfg->mem_bytes);
+	int r = linux_load(&gm, in->kernel, in->kernel_len, &l->bz, &req, &l->load, why, sizeof(why));
 	if (r)
 		return vm_error_set(err, VMM_EXIT_USAGE, r, "--kernel %s: %s", cfg->kernel_path, why);
-	linux_write_entry_tables(vm->mem);
+	if (linux_write_entry_tables(&gm))
+		return vm_error_set(err, VMM_EXIT_HOST_ERROR, -EFAULT, "the boot tables lie outside guest memory");
 	l->entry = (struct x86_linux_entry){ .entry = l->load.entry, .zero_page = l->load.zero_page,
 					     .pt_gpa = LINUX_PT_GPA, .gdt_gpa = LINUX_GDT_GPA,
 					     .cs = LINUX_BOOT_CS, .ds = LINUX_BOOT_DS, .tss = LINUX_BOOT_TSS };

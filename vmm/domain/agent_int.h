@@ -45,7 +45,7 @@ struct agent_member {
 	int nseats, nvcpus;
 	char policy[DOM_NAME_MAX], vm_name[DOM_NAME_MAX];
 	uint64_t bad_words;  /* req values that fit nothing (its own loss) */
-	uint32_t probe_ack_seen; /* its probe_ack as last read */
+	uint32_t probe_ack_seen; /* the last bad probe answer counted */
 	uint64_t gave_back, gave_back_ns, gave_back_max_ns; /* revoked slots given back, and how long it took */
 	uint64_t policy_set_ns, weight_set_ns; /* last live change, agent clock */
 	uint64_t win_start, win_rings, win_rewrites; /* this second's doorbells (agent_guard.c) */

@@ -320,9 +320,12 @@ void agent_apply(struct agent *a)
 	a->ndirty = 0;
 }
 
-/* The probed members' answers, read before the tick that would reclaim
- * their slots: O(P). A value that was never sent is the member's own bad
- * word; the probe then stays unanswered. */
+/* The probed seats' answers, read before the tick that would reclaim
+ * their slots: O(P). Each seat answers for itself, written by a vCPU of
+ * its own at a scheduling point (member_probe.c), so a hung seat is not
+ * covered by a live link thread or sibling. A value that was never sent
+ * is the member's own bad word (counted once a value); the probe then
+ * stays unanswered. */
 static void read_probe_acks(struct agent *a, uint64_t now)
 {
 	for (int s = 0; s < a->core->nslots; s++) {
@@ -330,14 +333,14 @@ static void read_probe_acks(struct agent *a, uint64_t now)
 		if (sl->m < 0 || !sl->probing)
 			continue;
 		struct agent_member *am = &a->mem[sl->m];
-		if (am->conn < 0 || !am->shm.req)
+		const uint32_t *w = am->conn >= 0 && am->shm.req ? dom_shm_probe_ack(&am->shm, sl->v) : NULL;
+		if (!w)
 			continue;
-		uint32_t ack = __atomic_load_n(&dom_shm_req_hdr(&am->shm)->probe_ack, __ATOMIC_ACQUIRE);
-		if (ack == am->probe_ack_seen)
-			continue;
-		am->probe_ack_seen = ack;
-		if (dom_core_alive(a->core, sl->m, ack, now))
+		uint32_t ack = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+		if (dom_core_alive_seat(a->core, sl->m, sl->v, ack, now) && ack != am->probe_ack_seen) {
+			am->probe_ack_seen = ack;
 			am->bad_words++;
+		}
 	}
 }
 

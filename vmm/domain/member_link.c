@@ -29,69 +29,9 @@
 
 #include "sched/policy.h"
 #include "sched/sched.h"
+#include "vmm/domain/member_int.h"
 #include "vmm/domain/paths.h"
 #include "vmm/domain/shm.h"
-
-#define LINK_WAKE_NS (100 * 1000000ull)  /* how often the link looks at the agent unasked */
-#define LINK_HUNG_NS (1000 * 1000000ull) /* no beat for this long while asking: agent hung */
-#define LINK_REJOIN_NS (1000 * 1000000ull) /* how often an orphan looks for a new agent */
-
-enum seat_state { SEAT_FREE, SEAT_ASKED, SEAT_HELD, SEAT_GIVING };
-
-struct seat {
-	enum seat_state st;
-	uint32_t gen;  /* HELD/GIVING: the grant's; FREE/ASKED: the last given back */
-	int slot;
-	bool reclaimed; /* this grant was taken back at the hard deadline (counted once) */
-	uint64_t lease;  /* HELD: the slice end last given to the co-scheduler */
-};
-
-struct slot_thread {
-	struct dlink *l;
-	int slot;
-	pthread_t thr;
-	int start_rc;
-	cpu_set_t outside; /* the CPUs it may use outside the domain */
-	int cpu;           /* the slot's CPU it is allowed on (a new agent may move it) */
-};
-
-struct dlink {
-	struct dlink_info info;
-	char domain[DOM_NAME_MAX], vm_name[DOM_NAME_MAX];
-	uint32_t weight;
-	bool slice_floor;
-	int nlocal;          /* the co-scheduler's slots: seats 0..nlocal-1 */
-	int nlive;           /* of those, the ones the agent knows (a new agent may have fewer slots) */
-	int sock;
-	struct dom_shm shm;
-	struct sched *s;
-	pthread_t thr;
-	bool thr_on;
-	struct dlink_hooks hooks;
-	sem_t started;
-	int start_rc;
-	pthread_mutex_t mu;
-	/* Shared by a slot thread from its look at the grant words to the end
-	 * of the online/offline calls it led to; exclusive for the link
-	 * thread's changes to every seat (agent lost, new agent). Never a
-	 * mutex between slot threads: one that woke a vCPU onto its own CPU
-	 * is preempted by it, and would hold the other slots' grants. */
-	pthread_rwlock_t apply;
-	struct slot_thread *sthr; /* [info.nslots] */
-	int nsthr;           /* started (joined at the end) */
-	int nslot_threads;   /* slots with a thread of their own: the first
-				info.nslots of the join, fixed before any thread
-				starts; the link serves any a new agent adds */
-	struct seat *seat;
-	int want;            /* the co-scheduler's demand */
-	bool lost;
-	uint64_t lost_ns;
-	char lost_why[96];
-	uint32_t policy_seen, weight_seen;
-	struct dlink_report rep;
-	_Atomic uint32_t local; /* bumped (and woken) to make the link thread look */
-	atomic_bool stopping;
-};
 
 #ifdef VMM_TEST_HOOKS
 void (*dlink_test_gap)(int slot);
@@ -460,12 +400,10 @@ static void *link_main(void *arg)
 		struct dom_grant_live *live = dom_shm_live(&l->shm);
 		uint32_t a = __atomic_load_n(&live->a2m, __ATOMIC_ACQUIRE);
 		uint32_t b = atomic_load(&l->local);
-		/* The agent's probe first: answering it is how the domain tells
-		 * this live member from a stopped one that would keep its slots. */
-		struct dom_req_hdr *rh0 = dom_shm_req_hdr(&l->shm);
-		uint32_t probe = __atomic_load_n(&live->probe, __ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&rh0->probe_ack, __ATOMIC_RELAXED) != probe)
-			__atomic_store_n(&rh0->probe_ack, probe, __ATOMIC_RELEASE);
+		/* The agent's probe first: the held seats' vCPUs answer it at a
+		 * scheduling point, which is how the domain tells a live seat
+		 * from a stopped or hung one that would keep its slot. */
+		dprobe_look(l);
 		struct todo t;
 		t.non = t.noff = 0;
 		t.policy[0] = '\0';
@@ -701,11 +639,15 @@ int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_in
 {
 	*out = NULL;
 	struct dlink *l = calloc(1, sizeof(*l));
-	if (l)
+	if (l) {
 		l->seat = calloc((size_t)p->nvcpus, sizeof(*l->seat));
-	if (!l || !l->seat) {
-		if (l)
+		l->probe_done = calloc((size_t)p->nvcpus, sizeof(*l->probe_done));
+	}
+	if (!l || !l->seat || !l->probe_done) {
+		if (l) {
 			free(l->seat);
+			free(l->probe_done);
+		}
 		free(l);
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;
@@ -718,6 +660,7 @@ int dlink_join(struct dlink **out, const struct dlink_params *p, struct dlink_in
 		if (fd >= 0)
 			close(fd);
 		free(l->seat);
+		free(l->probe_done);
 		free(l);
 		return rc;
 	}
@@ -778,6 +721,7 @@ static bool try_rejoin(struct dlink *l)
 	l->rep.rejoin_ns = now_ns();
 	l->policy_seen = __atomic_load_n(&dom_shm_live(&l->shm)->policy_gen, __ATOMIC_ACQUIRE);
 	l->weight_seen = __atomic_load_n(&dom_shm_live(&l->shm)->weight, __ATOMIC_ACQUIRE);
+	dprobe_rejoined(l);
 	pthread_mutex_unlock(&l->mu);
 	dom_shm_destroy(&old);
 	sched_slots_keep(l->s, false);
@@ -863,6 +807,7 @@ int dlink_start(struct dlink *l, struct sched *s, const struct dlink_hooks *h)
 	l->policy_seen = __atomic_load_n(&dom_shm_live(&l->shm)->policy_gen, __ATOMIC_ACQUIRE);
 	l->weight_seen = __atomic_load_n(&dom_shm_live(&l->shm)->weight, __ATOMIC_ACQUIRE);
 	sched_set_slot_cb(s, on_slot, l);
+	sched_set_point_cb(s, dprobe_point, l);
 	l->nslot_threads = l->info.nslots;
 	sem_init(&l->started, 0, 0);
 	int rc = pthread_create(&l->thr, NULL, link_main, l);
@@ -915,6 +860,7 @@ void dlink_destroy(struct dlink *l)
 	pthread_rwlock_destroy(&l->apply);
 	free(l->sthr);
 	free(l->seat);
+	free(l->probe_done);
 	free(l);
 }
 

@@ -4,6 +4,9 @@
  * "seats") in step with the agent's grants. The member's own sched/ core and
  * --yield policy still decide which of its vCPUs runs on a seat it holds;
  * the agent decides which VM holds the domain's CPUs (sched/DOMAIN.md).
+ * The agent's liveness probes are answered seat by seat by the vCPUs that
+ * hold them, at a scheduling point (member_probe.c), never by the link
+ * alone: a seat whose vCPU thread hangs is reclaimed.
  *
  * One thread per domain slot waits (futex_waitv) on that slot's bell and
  * brings seats online when granted there and offline when revoked; it may
@@ -58,6 +61,7 @@ struct dlink_report {
 	uint64_t policy_changes;
 	uint64_t rejoins;     /* taken back by a new agent */
 	uint64_t rejoin_ns;   /* the last time */
+	uint64_t probes;      /* liveness probes answered, a seat each, by its vCPU */
 };
 
 /* Connects and joins; -ENOENT: no such domain, -EACCES: not allowed in;

@@ -29,7 +29,7 @@ int dom_name_check(const char *name, char *why, size_t len)
 	return 0;
 }
 
-int dom_base_dir(char *buf, size_t len)
+static int dom_base_dir(char *buf, size_t len)
 {
 	const char *env = getenv(DOM_DIR_ENV);
 	const char *xdg = getenv("XDG_RUNTIME_DIR");

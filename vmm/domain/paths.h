@@ -17,10 +17,8 @@
 
 /* 0, or -EINVAL with why filled: 1..31 of [A-Za-z0-9_.-], not starting with '.' */
 int dom_name_check(const char *name, char *why, size_t len);
-/* The base directory: $VMM_DOMAIN_DIR, else /run/vmm/domain as root, else
- * $XDG_RUNTIME_DIR/vmm/domain, else /tmp/vmm-UID/domain. */
-int dom_base_dir(char *buf, size_t len);
-/* base/NAME[/leaf]; -ENAMETOOLONG past len or past a socket address's limit */
+/* base/NAME[/leaf], the base $VMM_DOMAIN_DIR, else /run/vmm/domain as
+ * root, else $XDG_RUNTIME_DIR/vmm/domain, else /tmp/vmm-UID/domain; -ENAMETOOLONG past len or past a socket address's limit */
 int dom_path(const char *name, const char *leaf, char *buf, size_t len);
 /* A connection to domain NAME's agent (send and receive time out after
  * DOM_DIAL_TIMEOUT_S:

@@ -210,6 +210,12 @@ uint32_t *dom_shm_req(const struct dom_shm *s, int seat)
 	return (uint32_t *)line(s->req, REQ_LINES_BEFORE_SEATS + (uint64_t)seat);
 }
 
+uint32_t *dom_shm_probe_ack(const struct dom_shm *s, int seat)
+{
+	uint32_t *w = dom_shm_req(s, seat);
+	return w ? w + 1 : NULL;
+}
+
 struct dom_grant_hdr *dom_shm_grant_hdr(const struct dom_shm *s)
 {
 	return (struct dom_grant_hdr *)line(s->grant, 0);

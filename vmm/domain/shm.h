@@ -19,6 +19,8 @@
  *   grant[j] = gen << 11 | flags << 9 | (slot + 1); 0 = no slot
  *   req[j]   = gen << 2 | want: the gen of the last grant j gave back, and
  *              whether j wants a slot now
+ *   probe_ack[j] (the req word's line, byte 4): the last probe a vCPU on
+ *              seat j answered at a scheduling point (member_probe.c)
  */
 #ifndef VMM_DOMAIN_SHM_H
 #define VMM_DOMAIN_SHM_H
@@ -28,7 +30,10 @@
 
 #include "sched/domain_proto.h"
 
-#define DOM_SHM_MAGIC 0x4d48534du /* "MSHM" */
+/* "MSH2": probes answered per seat (was "MSHM": one probe_ack per member,
+ * written by the link thread); a member of the other layout is refused at
+ * its attach, not reclaimed at every probe */
+#define DOM_SHM_MAGIC 0x3248534du
 #define DOM_SHM_LINE 64
 
 /* grant word */
@@ -75,9 +80,10 @@ struct dom_grant_live {
 				keep them (a PV wait and its kick then need no
 				round trip through the agent) */
 	uint32_t probe;      /* bumped when a slice of this member's is renewed
-				while another member waits: the member copies it
-				to its req header's probe_ack within the grace, or
-				the slot is reclaimed (a stopped member's is) */
+				while another member waits: a vCPU on each probed
+				seat copies it to that seat's probe_ack at a
+				scheduling point within the grace, or the slot is
+				reclaimed (a stopped or hung member's is) */
 };
 /* grant segment, lines 2..17: one bell word per domain slot, 16 to a line
  * (agent-written, like every grant line): bumped and FUTEX_WAKEd after a
@@ -85,12 +91,11 @@ struct dom_grant_live {
  * member's thread for that slot, which may run on the slot's CPU, waits on
  * it: a grant wakes it on the CPU the releaser just left. */
 #define DOM_SHM_BELL_LINES (DOM_SLOTS_MAX * 4 / DOM_SHM_LINE)
-/* req segment, line 0: acknowledgements. policy_* is display only; the
- * agent decides on probe_ack only as far as dom_core_alive accepts it (a
- * value never sent is refused and counted as a bad word). */
+/* req segment, line 0: acknowledgements, display only. (Probes are
+ * answered per seat: dom_shm_probe_ack.) */
 struct dom_req_hdr {
 	uint32_t policy_ack;  /* the policy_gen the member has put in force */
-	uint32_t probe_ack;   /* the last grant-live probe the member saw */
+	uint32_t reserved;    /* 0 (was the member's one probe_ack) */
 	uint64_t policy_at_ns; /* when (the member's CLOCK_MONOTONIC) */
 };
 /* req segment, after the seat words: per vCPU, for `vmm domain status` */
@@ -133,6 +138,10 @@ void dom_shm_destroy(struct dom_shm *s); /* unmaps, closes what is open */
 /* Word addresses (each on its own line, bells excepted); NULL for a seat or vCPU out of range. */
 uint32_t *dom_shm_grant(const struct dom_shm *s, int seat);
 uint32_t *dom_shm_req(const struct dom_shm *s, int seat);
+/* Seat's probe answer, on its req word's line; NULL out of range. The
+ * agent decides on it only as far as dom_core_alive_seat accepts it (a
+ * value never sent is refused and counted as a bad word). */
+uint32_t *dom_shm_probe_ack(const struct dom_shm *s, int seat);
 struct dom_grant_hdr *dom_shm_grant_hdr(const struct dom_shm *s);
 struct dom_grant_live *dom_shm_live(const struct dom_shm *s);
 /* Seat's lease: the slice end of the grant in force (agent's

@@ -88,7 +88,7 @@ static int lock_down(struct evloop *l)
 	return uring_lock(&l->ring, allowed_ops, sizeof(allowed_ops), reg_ops, sizeof(reg_ops));
 }
 
-int evloop_init_entries(struct evloop *l, unsigned entries)
+static int evloop_init_entries(struct evloop *l, unsigned entries)
 {
 	l->err = 0;
 	l->nfiles = 0;

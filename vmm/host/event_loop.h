@@ -26,13 +26,12 @@ struct evloop {
 };
 
 /*
- * A ring of 16 entries (evloop_init_entries: any size), restricted to the
+ * A ring of 16 entries, restricted to the
  * opcodes the helpers use and to registered files (each fd is registered
  * the first time a helper arms it: do that before a seccomp filter without
  * io_uring_register); 0 or -errno.
  */
 int evloop_init(struct evloop *l);
-int evloop_init_entries(struct evloop *l, unsigned entries);
 void evloop_fini(struct evloop *l);
 /*
  * The helpers return 0, or -EBUSY when the SQ is full and submitting it

@@ -18,7 +18,7 @@ void aml_init(struct aml *a, uint8_t *buf, size_t cap)
 	*a = (struct aml){ .buf = buf, .cap = cap };
 }
 
-void aml_bytes(struct aml *a, const void *p, size_t n)
+static void aml_bytes(struct aml *a, const void *p, size_t n)
 {
 	if (a->overflow || n > a->cap - a->len) {
 		a->overflow = true;
@@ -28,7 +28,7 @@ void aml_bytes(struct aml *a, const void *p, size_t n)
 	a->len += n;
 }
 
-void aml_byte(struct aml *a, uint8_t b)
+static void aml_byte(struct aml *a, uint8_t b)
 {
 	aml_bytes(a, &b, 1);
 }

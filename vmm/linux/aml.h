@@ -24,8 +24,6 @@ struct aml {
 };
 
 void aml_init(struct aml *a, uint8_t *buf, size_t cap);
-void aml_bytes(struct aml *a, const void *p, size_t n);
-void aml_byte(struct aml *a, uint8_t b);
 
 /* "\\_SB_.PCI0", "_HID", "^FOO": segments of up to 4 characters
  * (A-Z, 0-9, _; not starting with a digit), padded with '_'. */

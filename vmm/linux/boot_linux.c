@@ -5,6 +5,7 @@
 
 #include "lib/bytes.h"
 #include "lib/errmsg.h"
+#include "vcpu/x86/boot_tables.h"
 
 /* setup_header offsets in the image and in the zero page (boot.rst). */
 #define HDR_START 0x1f1
@@ -228,7 +229,21 @@ int linux_place(const struct bzimage *bz, const struct linux_load_req *req, stru
 	return 0;
 }
 
-int linux_load(uint8_t *mem, const uint8_t *img, size_t len, const struct bzimage *bz,
+/* n bytes at gpa through gm (src NULL: zeros): the one way this file
+ * writes guest memory, so a placement bug is -EFAULT, not a stray write. */
+static int put(const struct guest_mem *gm, uint64_t gpa, const void *src, size_t n)
+{
+	uint8_t *d = guest_mem_ptr(gm, gpa, n);
+	if (!d)
+		return -EFAULT;
+	if (src)
+		memcpy(d, src, n);
+	else
+		memset(d, 0, n);
+	return 0;
+}
+
+int linux_load(const struct guest_mem *gm, const uint8_t *img, size_t len, const struct bzimage *bz,
 	       const struct linux_load_req *req, struct linux_load_out *out, char *why, size_t whylen)
 {
 	(void)len; /* bzimage_parse checked that setup + kernel lie inside it */
@@ -238,14 +253,19 @@ int linux_load(uint8_t *mem, const uint8_t *img, size_t len, const struct bzimag
 	uint64_t load = out->load_addr;
 	size_t clen = req->cmdline ? strlen(req->cmdline) : 0;
 	if (req->initrd_len)
-		memcpy(mem + out->initrd_gpa, req->initrd, req->initrd_len);
-	memcpy(mem + load, img + bz->setup_size, bz->kernel_size);
-	memset(mem + LINUX_CMDLINE_GPA, 0, clen + 1);
-	if (clen)
-		memcpy(mem + LINUX_CMDLINE_GPA, req->cmdline, clen);
+		r = put(gm, out->initrd_gpa, req->initrd, req->initrd_len);
+	if (!r)
+		r = put(gm, load, img + bz->setup_size, bz->kernel_size);
+	if (!r)
+		r = put(gm, LINUX_CMDLINE_GPA, NULL, clen + 1);
+	if (!r && clen)
+		r = put(gm, LINUX_CMDLINE_GPA, req->cmdline, clen);
 
 	/* The zero page: the image's setup_header, then what the loader fills in. */
-	uint8_t *zp = mem + LINUX_ZERO_PAGE_GPA;
+	uint8_t *zp = guest_mem_ptr(gm, LINUX_ZERO_PAGE_GPA, 4096);
+	if (r || !zp)
+		return errmsg(why, whylen, -EFBIG, "the kernel, initrd and command line do not fit in guest memory (0x%llx bytes)",
+			      (unsigned long long)req->mem_size);
 	memset(zp, 0, 4096);
 	memcpy(zp + HDR_START, img + HDR_START, bz->hdr_end - HDR_START);
 	put_le16(zp + OFF_VID_MODE, 0xffff); /* "normal" */
@@ -278,31 +298,15 @@ int linux_load(uint8_t *mem, const uint8_t *img, size_t len, const struct bzimag
 	return 0;
 }
 
-#define PTE_P (1ull << 0)
-#define PTE_RW (1ull << 1)
-#define PTE_PS (1ull << 7)
-
-/* A GDT descriptor from its fields (Intel SDM vol. 3, 3.4.5). */
-static uint64_t gdt_entry(uint32_t base, uint32_t limit, uint16_t flags)
+int linux_write_entry_tables(const struct guest_mem *gm)
 {
-	return ((uint64_t)(base & 0xff000000) << 32) | ((uint64_t)(base & 0x00ffffff) << 16) |
-	       ((uint64_t)(limit & 0x000f0000) << 32) | (uint64_t)(limit & 0xffff) |
-	       ((uint64_t)(flags & 0xf0ff) << 40);
-}
-
-void linux_write_entry_tables(uint8_t *mem)
-{
-	uint64_t pml4 = LINUX_PT_GPA, pdpt = pml4 + 0x1000, pd = pml4 + 0x2000;
-	memset(mem + pml4, 0, 6 * 0x1000);
-	put_le64(mem + pml4, pdpt | PTE_P | PTE_RW);
-	for (uint64_t g = 0; g < 4; g++) {
-		put_le64(mem + pdpt + g * 8, (pd + g * 0x1000) | PTE_P | PTE_RW);
-		for (uint64_t i = 0; i < 512; i++)
-			put_le64(mem + pd + g * 0x1000 + i * 8, (g << 30) | (i << 21) | PTE_P | PTE_RW | PTE_PS);
-	}
-	uint64_t gdt = LINUX_GDT_GPA;
-	memset(mem + gdt, 0, LINUX_BOOT_TSS + 16);
-	put_le64(mem + gdt + LINUX_BOOT_CS, gdt_entry(0, 0xfffff, 0xa09b)); /* G, L, P, code r/x */
-	put_le64(mem + gdt + LINUX_BOOT_DS, gdt_entry(0, 0xfffff, 0xc093)); /* G, D/B, P, data r/w */
-	put_le64(mem + gdt + LINUX_BOOT_TSS, gdt_entry(0, 0xfffff, 0x808b)); /* busy TSS, as Firecracker */
+	struct x86_boot_tables t = {
+		.pt_gpa = LINUX_PT_GPA, .gdt_gpa = LINUX_GDT_GPA, .gdt_bytes = LINUX_BOOT_TSS + 16, .ndesc = 3,
+		.desc = {
+			{ LINUX_BOOT_CS, 0, 0xfffff, 0xa09b },  /* G, L, P, code r/x */
+			{ LINUX_BOOT_DS, 0, 0xfffff, 0xc093 },  /* G, D/B, P, data r/w */
+			{ LINUX_BOOT_TSS, 0, 0xfffff, 0x808b }, /* busy TSS, as Firecracker */
+		},
+	};
+	return x86_boot_tables_write(gm, &t);
 }

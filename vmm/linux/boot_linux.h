@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/guest_mem.h"
+
 /* What the setup_header says, once validated. */
 struct bzimage {
 	uint16_t version;        /* boot protocol, 0x020c = 2.12 */
@@ -86,10 +88,11 @@ int linux_place(const struct bzimage *bz, const struct linux_load_req *req, stru
 /* Copies the kernel, initrd and command line into mem and writes the zero
  * page. 0, or -EINVAL / -EFBIG (does not fit: say "give it more memory")
  * with why filled. */
-int linux_load(uint8_t *mem, const uint8_t *img, size_t len, const struct bzimage *bz,
+int linux_load(const struct guest_mem *gm, const uint8_t *img, size_t len, const struct bzimage *bz,
 	       const struct linux_load_req *req, struct linux_load_out *out, char *why, size_t whylen);
 
-/* The identity page tables and the GDT (null, null, __BOOT_CS, __BOOT_DS, TSS). */
-void linux_write_entry_tables(uint8_t *mem);
+/* The identity page tables and the GDT (null, null, __BOOT_CS, __BOOT_DS,
+ * TSS), by vcpu/x86/boot_tables.c. 0, or -EFAULT outside gm. */
+int linux_write_entry_tables(const struct guest_mem *gm);
 
 #endif

@@ -164,7 +164,10 @@ static int add_row(scmp_filter_ctx ctx, const struct seccomp_row *r, const struc
 	return seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr, na, a);
 }
 
-int seccomp_build(scmp_filter_ctx ctx, const struct seccomp_kind *kind, const struct seccomp_rt *rt)
+/* Adds every row of kind to ctx (a filter from seccomp_init, not loaded).
+ * 0, -EINVAL (a name that does not resolve, a malformed row), -E2BIG (an fd
+ * list too scattered to be written exactly), or libseccomp's -errno. */
+static int seccomp_build(scmp_filter_ctx ctx, const struct seccomp_kind *kind, const struct seccomp_rt *rt)
 {
 	for (unsigned t = 0; t < kind->ntables; t++)
 		for (unsigned i = 0; i < kind->tables[t]->n; i++) {

@@ -126,12 +126,6 @@ struct seccomp_rt {
 int64_t seccomp_rt_value(const struct seccomp_rt *rt, enum seccomp_src src);
 const struct seccomp_fd_list *seccomp_rt_list(const struct seccomp_rt *rt, enum seccomp_src src);
 
-/*
- * Adds every row of kind to ctx (a filter from seccomp_init, not loaded).
- * 0, -EINVAL (a name that does not resolve, a malformed row), -E2BIG (an fd
- * list too scattered to be written exactly), or libseccomp's -errno.
- */
-int seccomp_build(scmp_filter_ctx ctx, const struct seccomp_kind *kind, const struct seccomp_rt *rt);
 
 /*
  * A new filter with kind's rows, not loaded: every other call (and every
