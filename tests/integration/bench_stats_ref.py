@@ -1,5 +1,5 @@
 """The bench's statistics recomputed from a results.json's raw runs, in
-Python, the way vmm/bench/bench_ci.c and bench_stats.c define them: the
+Python, the way vmm/bench/stats/ci.c and stats/stats.c define them: the
 pooled 1x denominator, the order-statistic CI of a median and the fixed-seed
 bootstrap CI of the efficiency. The tests compare them with what was written."""
 import math
