@@ -53,7 +53,11 @@ def main(argv):
         build = argv[argv.index("--build") + 1]
     if not os.path.isabs(build):
         build = os.path.join(ROOT, build)
-    objs = sorted(glob.glob(os.path.join(build, "obj", "**", "*.o"), recursive=True))
+    # only objects whose source is still in the tree: a moved file's old
+    # object left in a build folder would define and call things no more
+    objs = sorted(o for o in glob.glob(os.path.join(build, "obj", "**", "*.o"), recursive=True)
+                  if any(os.path.exists(os.path.join(ROOT, os.path.relpath(o, os.path.join(build, "obj"))[:-2] + ext))
+                         for ext in (".c", ".S")))
     if not objs:
         print(f"check_exports: no objects under {build}/obj: build first")
         print("0 passed, 1 failed")
