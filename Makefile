@@ -19,7 +19,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 
 VMM := $(BUILD)/vmm
 
-.PHONY: all deps run run-nested test test-nested test-unit test-integration sanitize tsan fuzz fuzz-bins build-tests clean bench bench-linux
+.PHONY: layout all deps run run-nested test test-nested test-unit test-integration sanitize tsan fuzz fuzz-bins build-tests clean bench bench-linux
 all: deps $(VMM) test-guests
 
 # Debian packages this project needs: the libraries it links, and the tools
@@ -231,6 +231,10 @@ tsan: tsan-build
 # Every fuzzer for FUZZ_SECONDS (corpora: tests/fuzz/corpus/<target>/).
 fuzz: fuzz-build
 	@python3 tests/run_all.py --fuzz-only --fuzz-build $(FUZZ_BUILD) --fuzz-seconds $(FUZZ_SECONDS)
+
+# Each folder's role, floor by floor (from tests/check_includes.py's tables).
+layout:
+	@python3 tests/check_includes.py --layout
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz

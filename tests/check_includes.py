@@ -5,6 +5,8 @@ an edge the ALLOWED table does not list.
 
     python3 tests/check_includes.py            the tree this script lives in
     python3 tests/check_includes.py --root DIR another tree (same layout)
+    python3 tests/check_includes.py --layout   each part's role, floor by floor
+                                               (`make layout`)
     python3 tests/check_includes.py --self-test
                                                proves the check on synthetic
                                                trees: bad edges fail, good pass
@@ -100,6 +102,62 @@ ALLOWED = {
     "firmware": ["abi"],
     "tests/guests": ["abi"],
 }
+
+# What each part is for, one line each: `make layout` prints them floor by
+# floor (a part's floor is one above the highest part it may include), so a
+# newcomer sees the house from lib up to main.
+ROLES = {
+    "lib": "small shared helpers: bytes, guest memory's one accessor, JSON out, errors",
+    "abi": "the guest ABI header (hypercall numbers, shared page): the one file guests and host share",
+    "firmware": "the bundled guest, freestanding: lock workloads on the PV ABI",
+    "tests/guests": "test guests, freestanding, on the same ABI header",
+    "hypercalls": "the PV hypercall dispatcher and its feature negotiation, no KVM",
+    "devices": "emulated devices: serial, PCI, virtio-blk, the io buses",
+    "sched": "the co-scheduler: a pure core (events in, actions out) and its thread layer; the domain's pure core",
+    "vcpu": "one vCPU: KVM_RUN loop, x86 boot state and tables, CPUID, steal time, KVM stats",
+    "vmm": "what every vmm/ folder shares: config, exit codes",
+    "vmm/host": "the host: /dev/kvm, the io_uring event loop, files, fd limits",
+    "vmm/boot": "loading the bundled guest: ELF, memory layout, device tree",
+    "vmm/linux": "booting a Linux guest: bzImage, ACPI tables, console",
+    "vmm/spin": "seeing guests spin: PLE exits and hypercall counts from perf",
+    "vmm/sandbox": "seccomp filters as data, one table per thread role",
+    "vmm/domain": "the scheduling domain's processes: agent, member link, shared memory, confinement",
+    "vmm/core": "one VM run: build it, run its vCPUs and event loop, the scheduler's glue, the trace",
+    "vmm/report": "the run's report, text and JSON",
+    "vmm/cli": "`vmm run`'s command line as a table",
+    "vmm/bench/matrix": "bench floor: cells, keys, shards, NaN-aware numbers",
+    "vmm/bench/cli": "bench: `vmm bench`'s options as a table, presets",
+    "vmm/bench/exec": "bench: running one unit (a child vmm, Linux, native threads, micro)",
+    "vmm/bench/stats": "bench: each cell's figures, intervals, the slice fit, the loss split",
+    "vmm/bench/report": "bench: tables, CSV, targets, results.json, plots",
+    "vmm/bench/fleet": "bench: shards from many hosts read back and merged",
+    "vmm/bench": "`vmm bench` itself",
+    "vmm/main": "main: `vmm run|bench|domain` dispatched, the only place that exits",
+}
+
+
+def floors():
+    """{part: floor}, a part's floor one above the highest part it may include."""
+    memo = {}
+
+    def floor(p):
+        if p not in memo:
+            memo[p] = 1 + max((floor(q) for q in ALLOWED[p] if q != p), default=-1)
+        return memo[p]
+
+    for p in ALLOWED:
+        floor(p)
+    return memo
+
+
+def print_layout():
+    fl = floors()
+    width = max(len(p) for p in ALLOWED)
+    for f in range(max(fl.values()), -1, -1):
+        for p in sorted(q for q in fl if fl[q] == f):
+            print(f"{f:2d}  {p:<{width}}  {ROLES.get(p, '?')}")
+    return 0
+
 
 # Edges that point up, each file to file, until the move that ends it:
 # (including file, included file, why it is still there). None today.
@@ -296,6 +354,9 @@ def self_test():
     ok(c is None, f"the ALLOWED table has a cycle: {' -> '.join(c or [])}")
     ok(all(q in ALLOWED for qs in ALLOWED.values() for q in qs), "ALLOWED names a part it does not define")
     ok(set(ALLOWED) == {p for _, p in PARTS}, "every part has a row in ALLOWED")
+    ok(set(ROLES) == set(ALLOWED), f"every part has one role line: {sorted(set(ALLOWED) ^ set(ROLES))}")
+    fl = floors()
+    ok(fl["lib"] == 0 and fl["vmm/main"] == max(fl.values()), "lib is the floor and main the top")
     ok(cycle({"a": ["b"], "b": ["c"], "c": ["a"]}) == ["a", "b", "c", "a"], "cycle() finds a cycle")
     for a, b, _ in KNOWN_UP:
         ok(part_of(b) not in ALLOWED[part_of(a)], f"known up-edge {a} -> {b} is allowed anyway: drop it")
@@ -330,6 +391,8 @@ def main(argv):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if "--self-test" in argv:
         return self_test()
+    if "--layout" in argv:
+        return print_layout()
     if "--root" in argv:
         root = argv[argv.index("--root") + 1]
     return main_check(root)
