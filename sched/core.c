@@ -287,6 +287,31 @@ void sc_begin(struct sched_core *c, uint64_t now)
 
 /* ---- creation ---- */
 
+/* The parameters, with their defaults, into a zeroed core. */
+static void take_params(struct sched_core *c, const struct sched_params *p, int nvms, const struct sched_policy *pol,
+			sched_core_hint_fn hint, void *hint_ctx)
+{
+	c->nvcpus = p->nvcpus;
+	c->nslots = p->npcpus;
+	c->nvms = nvms;
+	c->slice_ns = c->base_slice_ns = p->slice_ns ? p->slice_ns : SCHED_DEFAULT_SLICE_NS;
+	c->ple_window_ns = p->ple_window_ns ? p->ple_window_ns : SCHED_DEFAULT_PLE_WINDOW_NS;
+	c->defer_max_ns = p->defer_max_ns ? p->defer_max_ns : SCHED_DEFAULT_DEFER_MAX_NS;
+	c->defer = p->defer;
+	c->guest_slice = p->guest_slice;
+	c->wake_slice_ns = p->wake_slice_ns;
+	c->halt_check_ns = p->halt_check_ns;
+	c->spin_sources = p->spin_sources;
+	c->slots_offline = p->slots_offline;
+	c->demand = -1;
+	c->pol = pol;
+	c->rng = p->seed;
+	c->hint = hint;
+	c->hint_ctx = hint_ctx;
+	c->trace = p->trace;
+	c->trace_ctx = p->trace_ctx;
+}
+
 struct sched_core *sched_core_create(const struct sched_params *p,
 				     sched_core_hint_fn hint, void *hint_ctx,
 				     const char **why)
@@ -315,25 +340,7 @@ struct sched_core *sched_core_create(const struct sched_params *p,
 		*why = "out of memory";
 		return NULL;
 	}
-	c->nvcpus = p->nvcpus;
-	c->nslots = p->npcpus;
-	c->nvms = nvms;
-	c->slice_ns = c->base_slice_ns = p->slice_ns ? p->slice_ns : SCHED_DEFAULT_SLICE_NS;
-	c->ple_window_ns = p->ple_window_ns ? p->ple_window_ns : SCHED_DEFAULT_PLE_WINDOW_NS;
-	c->defer_max_ns = p->defer_max_ns ? p->defer_max_ns : SCHED_DEFAULT_DEFER_MAX_NS;
-	c->defer = p->defer;
-	c->guest_slice = p->guest_slice;
-	c->wake_slice_ns = p->wake_slice_ns;
-	c->halt_check_ns = p->halt_check_ns;
-	c->spin_sources = p->spin_sources;
-	c->slots_offline = p->slots_offline;
-	c->demand = -1;
-	c->pol = pol;
-	c->rng = p->seed;
-	c->hint = hint;
-	c->hint_ctx = hint_ctx;
-	c->trace = p->trace;
-	c->trace_ctx = p->trace_ctx;
+	take_params(c, p, nvms, pol, hint, hint_ctx);
 	c->qhead = c->qtail = -1;
 	c->v = calloc((size_t)c->nvcpus, sizeof(*c->v));
 	c->slot = calloc((size_t)c->nslots, sizeof(*c->slot));

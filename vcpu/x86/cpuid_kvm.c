@@ -193,6 +193,33 @@ int x86_kvm_tsc_deadline_cap(int kvm_fd)
 	return r < 0 ? -errno : r;
 }
 
+/* Leaf 1 for one vCPU: its APIC ID, hypervisor present, no MONITOR, VMX or
+ * SMX, the masks asked for. */
+static void leaf1(struct kvm_cpuid_entry2 *e, unsigned vcpu_id, const struct x86_cpuid_linux *o)
+{
+	e->ebx = (e->ebx & 0x00ffffff) | (vcpu_id << 24);
+	e->ecx &= ~(ECX_MONITOR | ECX_VMX | ECX_SMX);
+	e->ecx |= ECX_HYPERVISOR;
+	if (o->mask & CPUID_MASK_CX16)
+		e->ecx &= ~ECX_CX16;
+	if (o->mask & CPUID_MASK_XSAVE)
+		e->ecx &= ~(ECX_XSAVE | ECX_OSXSAVE | ECX_AVX | ECX_FMA | ECX_F16C);
+	if (o->mask & CPUID_MASK_AVX)
+		e->ecx &= ~(ECX_AVX | ECX_FMA | ECX_F16C);
+	if (o->mask & CPUID_MASK_X2APIC)
+		e->ecx &= ~ECX_X2APIC;
+	/* x86_cpuid_linux_offer decided (the cap, unless masked), not the
+	 * list: older KVMs leave the bit out of it, kvm_pvm on 6.18 lists it */
+	e->ecx &= ~ECX_TSC_DEADLINE;
+	if (o->tsc_deadline)
+		e->ecx |= ECX_TSC_DEADLINE;
+	/* KVM emulates the MTRR MSRs in its common x86 code on every host
+	 * and lists the bit only when the host CPU has it; x86_msrs_linux
+	 * programs them on every vCPU, so the bit says what is there.
+	 * Without it Linux says "MTRRs disabled" and turns PAT off. */
+	e->edx |= EDX_MTRR;
+}
+
 struct kvm_cpuid2 *x86_cpuid_linux_for_vcpu(const struct kvm_cpuid2 *sup, unsigned vcpu_id,
 					    const struct x86_cpuid_linux *o)
 {
@@ -207,27 +234,7 @@ struct kvm_cpuid2 *x86_cpuid_linux_for_vcpu(const struct kvm_cpuid2 *sup, unsign
 		struct kvm_cpuid_entry2 e = sup->entries[i];
 		switch (e.function) {
 		case 1:
-			e.ebx = (e.ebx & 0x00ffffff) | (vcpu_id << 24);
-			e.ecx &= ~(ECX_MONITOR | ECX_VMX | ECX_SMX);
-			e.ecx |= ECX_HYPERVISOR;
-			if (o->mask & CPUID_MASK_CX16)
-				e.ecx &= ~ECX_CX16;
-			if (o->mask & CPUID_MASK_XSAVE)
-				e.ecx &= ~(ECX_XSAVE | ECX_OSXSAVE | ECX_AVX | ECX_FMA | ECX_F16C);
-			if (o->mask & CPUID_MASK_AVX)
-				e.ecx &= ~(ECX_AVX | ECX_FMA | ECX_F16C);
-			if (o->mask & CPUID_MASK_X2APIC)
-				e.ecx &= ~ECX_X2APIC;
-			/* x86_cpuid_linux_offer decided (the cap, unless masked), not the
-			 * list: older KVMs leave the bit out of it, kvm_pvm on 6.18 lists it */
-			e.ecx &= ~ECX_TSC_DEADLINE;
-			if (o->tsc_deadline)
-				e.ecx |= ECX_TSC_DEADLINE;
-			/* KVM emulates the MTRR MSRs in its common x86 code on every host
-			 * and lists the bit only when the host CPU has it; x86_msrs_linux
-			 * programs them on every vCPU, so the bit says what is there.
-			 * Without it Linux says "MTRRs disabled" and turns PAT off. */
-			e.edx |= EDX_MTRR;
+			leaf1(&e, vcpu_id, o);
 			break;
 		case 5: /* MONITOR/MWAIT parameters: MWAIT is not offered */
 			e.eax = e.ebx = e.ecx = e.edx = 0;

@@ -93,6 +93,92 @@ static int cpu_list(const char *s, int *cpus, int max)
 	return n ? n : -EINVAL;
 }
 
+#define START_HELP (-1) /* start_option: --help printed, exit 0 */
+
+/* One option of `start` into o: 0, START_HELP, or an exit status. */
+static int start_option(int c, struct dom_agent_opts *o, unsigned long *npcpus, const char **cpus, char **argv)
+{
+	unsigned long v;
+	switch (c) {
+	case 'p':
+		return number(optarg, 1, DOM_SLOTS_MAX, npcpus)
+			       ? user_error("--pcpus: '%s' is not a number of slots 1..256%s", optarg, "")
+			       : 0;
+	case 'c':
+		*cpus = optarg;
+		return 0;
+	case 's':
+	case 'g':
+		if (number(optarg, 100, 10000000, &v))
+			return user_error(c == 's' ? "--slice-us: '%s' is not a number 100..10000000%s"
+						   : "--grace-us: '%s' is not a number 100..10000000%s",
+					  optarg, "");
+		*(c == 's' ? &o->slice_ns : &o->grace_ns) = v * 1000;
+		return 0;
+	case 'G': {
+		struct group *g = getgrnam(optarg);
+		if (!g && number(optarg, 0, 0x7fffffff, &v))
+			return user_error("--group: no group '%s'%s", optarg, "");
+		o->gid = g ? (int)g->gr_gid : (int)v;
+		return 0;
+	}
+	case 'm':
+	case 'u':
+		if (number(optarg, 1, 4096, &v))
+			return user_error(c == 'm' ? "--max-members: '%s' is not a number 1..4096%s"
+						   : "--uid-conns: '%s' is not a number 1..4096%s",
+					  optarg, "");
+		*(c == 'm' ? &o->max_members : &o->uid_conns) = (int)v;
+		return 0;
+	case 'C':
+		if (!strcmp(optarg, "auto"))
+			o->confine = DOM_CONFINE_AUTO;
+		else if (!strcmp(optarg, "cgroup"))
+			o->confine = DOM_CONFINE_CGROUP;
+		else if (!strcmp(optarg, "self"))
+			o->confine = DOM_CONFINE_SELF;
+		else
+			return user_error("--confine: '%s' is not auto, cgroup or self%s", optarg, "");
+		return 0;
+	case 'h':
+		usage(stdout);
+		return START_HELP;
+	default:
+		return user_error("start: unknown or incomplete option '%s'%s", argv[optind - 1], " (vmm domain --help)");
+	}
+}
+
+/* The slots' CPUs from --cpus LIST or the first --pcpus N this process may
+ * use: 0 or an exit status. */
+static int pick_slots(struct dom_agent_opts *o, const char *cpus, unsigned long npcpus)
+{
+	cpu_set_t allowed;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+		CPU_ZERO(&allowed);
+	if (cpus) {
+		int n = cpu_list(cpus, o->slot_cpu, DOM_SLOTS_MAX);
+		if (n < 0)
+			return user_error("--cpus: '%s' is not a list of distinct CPUs like 0,2-3%s", cpus, "");
+		for (int i = 0; i < n; i++)
+			if (!CPU_ISSET(o->slot_cpu[i], &allowed)) {
+				char cpu[16];
+				snprintf(cpu, sizeof(cpu), "%d", o->slot_cpu[i]);
+				return user_error("--cpus: CPU %s is not one this process may use%s", cpu, "");
+			}
+		o->nslots = n;
+		return 0;
+	}
+	for (int cpu = 0; cpu < CPU_SETSIZE && o->nslots < (int)npcpus; cpu++)
+		if (CPU_ISSET(cpu, &allowed))
+			o->slot_cpu[o->nslots++] = cpu;
+	if (o->nslots < (int)npcpus) {
+		char n[16];
+		snprintf(n, sizeof(n), "%lu", npcpus);
+		return user_error("--pcpus: %s CPUs asked for, this process may use fewer%s", n, "");
+	}
+	return 0;
+}
+
 static int cmd_start(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -108,63 +194,15 @@ static int cmd_start(int argc, char **argv)
 	 * ends (test_weights' probes) and weigh as one group each against the
 	 * rest of the host; auto and cgroup opt in (sched/DOMAIN.md) */
 	o = (struct dom_agent_opts){ .gid = -1, .confine = DOM_CONFINE_SELF };
-	unsigned long v, npcpus = 0;
+	unsigned long npcpus = 0;
 	const char *cpus = NULL;
 	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (number(optarg, 1, DOM_SLOTS_MAX, &npcpus))
-				return user_error("--pcpus: '%s' is not a number of slots 1..256%s", optarg, "");
-			break;
-		case 'c':
-			cpus = optarg;
-			break;
-		case 's':
-			if (number(optarg, 100, 10000000, &v))
-				return user_error("--slice-us: '%s' is not a number 100..10000000%s", optarg, "");
-			o.slice_ns = v * 1000;
-			break;
-		case 'g':
-			if (number(optarg, 100, 10000000, &v))
-				return user_error("--grace-us: '%s' is not a number 100..10000000%s", optarg, "");
-			o.grace_ns = v * 1000;
-			break;
-		case 'G': {
-			struct group *g = getgrnam(optarg);
-			if (!g && number(optarg, 0, 0x7fffffff, &v))
-				return user_error("--group: no group '%s'%s", optarg, "");
-			o.gid = g ? (int)g->gr_gid : (int)v;
-			break;
-		}
-		case 'm':
-			if (number(optarg, 1, 4096, &v))
-				return user_error("--max-members: '%s' is not a number 1..4096%s", optarg, "");
-			o.max_members = (int)v;
-			break;
-		case 'u':
-			if (number(optarg, 1, 4096, &v))
-				return user_error("--uid-conns: '%s' is not a number 1..4096%s", optarg, "");
-			o.uid_conns = (int)v;
-			break;
-		case 'C':
-			if (!strcmp(optarg, "auto"))
-				o.confine = DOM_CONFINE_AUTO;
-			else if (!strcmp(optarg, "cgroup"))
-				o.confine = DOM_CONFINE_CGROUP;
-			else if (!strcmp(optarg, "self"))
-				o.confine = DOM_CONFINE_SELF;
-			else
-				return user_error("--confine: '%s' is not auto, cgroup or self%s", optarg, "");
-			break;
-		case 'h':
-			usage(stdout);
-			return VMM_EXIT_OK;
-		default:
-			return user_error("start: unknown or incomplete option '%s'%s", argv[optind - 1], " (vmm domain --help)");
-		}
+		int rc = start_option(c, &o, &npcpus, &cpus, argv);
+		if (rc)
+			return rc == START_HELP ? VMM_EXIT_OK : rc;
 	}
 	if (optind != argc - 1)
 		return user_error("start: give one domain NAME%s%s", "", " (vmm domain --help)");
@@ -174,31 +212,10 @@ static int cmd_start(int argc, char **argv)
 		return user_error("%s%s", why, "");
 	if (!cpus == !npcpus)
 		return user_error("start: give --pcpus N or --cpus LIST%s%s", "", "");
-	cpu_set_t allowed;
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
-		CPU_ZERO(&allowed);
-	if (cpus) {
-		int n = cpu_list(cpus, o.slot_cpu, DOM_SLOTS_MAX);
-		if (n < 0)
-			return user_error("--cpus: '%s' is not a list of distinct CPUs like 0,2-3%s", cpus, "");
-		for (int i = 0; i < n; i++)
-			if (!CPU_ISSET(o.slot_cpu[i], &allowed)) {
-				char cpu[16];
-				snprintf(cpu, sizeof(cpu), "%d", o.slot_cpu[i]);
-				return user_error("--cpus: CPU %s is not one this process may use%s", cpu, "");
-			}
-		o.nslots = n;
-	} else {
-		for (int cpu = 0; cpu < CPU_SETSIZE && o.nslots < (int)npcpus; cpu++)
-			if (CPU_ISSET(cpu, &allowed))
-				o.slot_cpu[o.nslots++] = cpu;
-		if (o.nslots < (int)npcpus) {
-			char n[16];
-			snprintf(n, sizeof(n), "%lu", npcpus);
-			return user_error("--pcpus: %s CPUs asked for, this process may use fewer%s", n, "");
-		}
-	}
-	int rc = dom_agent_run(&o, why, sizeof(why));
+	int rc = pick_slots(&o, cpus, npcpus);
+	if (rc)
+		return rc;
+	rc = dom_agent_run(&o, why, sizeof(why));
 	if (rc) {
 		fprintf(stderr, "vmm: domain %s: %s\n", o.name, why);
 		/* an untrusted directory (-EPERM) is the host's state, not a typo: 6 */

@@ -207,34 +207,10 @@ static void print_linux_pv(FILE *out, const struct run *r)
 	fprintf(out, "\n");
 }
 
-static void print_header(FILE *out, const struct run *r, const struct run_summary *s)
+/* A Linux guest's lines: its halts, CPUID and PV offer, its disk. */
+static void print_linux_guest(FILE *out, const struct run *r, const struct run_summary *s, const struct vm_linux *lx)
 {
 	const struct vm_config *cfg = r->cfg;
-	const char *pl = cfg->ncpus == 1 ? "" : "s";
-	const struct vm_linux *lx = r->vms_created ? r->vms[0].linux_guest : NULL;
-	if (cfg->kernel_path)
-		fprintf(out, "\n== vmm %s: linux %s, %u vCPU%s", VMM_VERSION,
-			lx && lx->bz.kernel_version[0] ? lx->bz.kernel_version : cfg->kernel_path, cfg->ncpus, pl);
-	else if (cfg->firmware_path)
-		fprintf(out, "\n== vmm %s: guest %s, %u vCPU%s", VMM_VERSION, cfg->firmware_path, cfg->ncpus, pl);
-	else
-		fprintf(out, "\n== vmm %s: %s, lock %s, %u vCPU%s", VMM_VERSION, cfg->workload, cfg->lock,
-			cfg->ncpus, pl);
-	if (r->nvms > 1)
-		fprintf(out, " x %u VMs", r->nvms);
-	fprintf(out, ", %lluM ==\n", (unsigned long long)(cfg->mem_bytes >> 20));
-	if (cfg->sched_mode == SCHED_MODE_HOST)
-		fprintf(out, "sched      host (threads left to the host kernel on %u CPUs)\n", r->nslots);
-	else
-		fprintf(out, "sched      vmm, %u slots, yield %s, spin-detect%s%s%s%s, slice %uus, ple window %uus, safe points %s (defer %uus%s)\n",
-			r->nslots, cfg->policy, cfg->spin_detect ? "" : " none",
-			(cfg->spin_detect & SPIN_DETECT_PLE) ? " ple" : "",
-			(cfg->spin_detect & SPIN_DETECT_HINT) ? " hint" : "",
-			(cfg->spin_detect & SPIN_DETECT_YIELD) ? " yield" : "", cfg->slice_us, cfg->ple_window_us,
-			cfg->safe_point ? "on" : "off", cfg->defer_us,
-			cfg->safe_point && cfg->guest_slice ? ", guest-timed slices" : "");
-	if (r->domain)
-		print_domain(out, r);
 	if (cfg->kernel_path && cfg->sched_mode == SCHED_MODE_VMM) {
 		if (r->halt_check_us)
 			fprintf(out, "halts      checked every %uus: %llu parked in the host kernel, %llu woke with no slot free\n",
@@ -261,20 +237,13 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 				(unsigned long long)d.reset_errors, (unsigned long long)d.reset_timeouts, BLK_DRAIN_WAIT_MS,
 				(unsigned long long)d.reset_cancel_unsent);
 	}
-	if (r->ple_note[0])
-		fprintf(out, "note       --spin-detect ple: %s\n", r->ple_note);
-	/* --loop-cpu: where the event loop thread may run, read back (loop_pin.h) */
-	if (r->loop_pin.cpu >= 0)
-		fprintf(out, "loop       on CPU %d (%s)\n", r->loop_pin.cpu, r->loop_pin.note);
-	else if (r->loop_pin.cpus[0])
-		fprintf(out, "loop       on CPUs %s (%s)\n", r->loop_pin.cpus, r->loop_pin.note);
-	else
-		fprintf(out, "loop       %s\n", r->loop_pin.note);
-	fprintf(out, "seccomp    %s\n", cfg->no_seccomp ? "off (--no-seccomp)" : "on (vcpu, loop filters)");
-	/* --start-at: a start more than 1 ms late spoils a shared window; say so */
-	if (cfg->start_at_ns && r->start_late_ns > 1000000)
-		fprintf(out, "start      %.3f ms after --start-at (the VM was not ready in time)\n",
-			(double)r->start_late_ns / 1e6);
+}
+
+/* How the run ended and what it did: status, ops, the counter, emulation
+ * gaps, kick latency. */
+static void print_outcome(FILE *out, const struct run *r, const struct run_summary *s)
+{
+	const struct vm_config *cfg = r->cfg;
 	fprintf(out, "status     %s (exit %d, guest status %u), wall %.3f s\n", report_status_name(s->status),
 		s->status, atomic_load(&r->ctl.guest_status), (double)(r->end_ns - r->start_ns) / 1e9);
 	if (s->all.ops_vcpus) {
@@ -309,6 +278,52 @@ static void print_header(FILE *out, const struct run *r, const struct run_summar
 			(double)sched_hist_percentile(&a->kick_latency, 50) / 1e3,
 			(double)sched_hist_percentile(&a->kick_latency, 99) / 1e3,
 			(unsigned long long)a->kick_latency.count);
+}
+
+static void print_header(FILE *out, const struct run *r, const struct run_summary *s)
+{
+	const struct vm_config *cfg = r->cfg;
+	const char *pl = cfg->ncpus == 1 ? "" : "s";
+	const struct vm_linux *lx = r->vms_created ? r->vms[0].linux_guest : NULL;
+	if (cfg->kernel_path)
+		fprintf(out, "\n== vmm %s: linux %s, %u vCPU%s", VMM_VERSION,
+			lx && lx->bz.kernel_version[0] ? lx->bz.kernel_version : cfg->kernel_path, cfg->ncpus, pl);
+	else if (cfg->firmware_path)
+		fprintf(out, "\n== vmm %s: guest %s, %u vCPU%s", VMM_VERSION, cfg->firmware_path, cfg->ncpus, pl);
+	else
+		fprintf(out, "\n== vmm %s: %s, lock %s, %u vCPU%s", VMM_VERSION, cfg->workload, cfg->lock,
+			cfg->ncpus, pl);
+	if (r->nvms > 1)
+		fprintf(out, " x %u VMs", r->nvms);
+	fprintf(out, ", %lluM ==\n", (unsigned long long)(cfg->mem_bytes >> 20));
+	if (cfg->sched_mode == SCHED_MODE_HOST)
+		fprintf(out, "sched      host (threads left to the host kernel on %u CPUs)\n", r->nslots);
+	else
+		fprintf(out, "sched      vmm, %u slots, yield %s, spin-detect%s%s%s%s, slice %uus, ple window %uus, safe points %s (defer %uus%s)\n",
+			r->nslots, cfg->policy, cfg->spin_detect ? "" : " none",
+			(cfg->spin_detect & SPIN_DETECT_PLE) ? " ple" : "",
+			(cfg->spin_detect & SPIN_DETECT_HINT) ? " hint" : "",
+			(cfg->spin_detect & SPIN_DETECT_YIELD) ? " yield" : "", cfg->slice_us, cfg->ple_window_us,
+			cfg->safe_point ? "on" : "off", cfg->defer_us,
+			cfg->safe_point && cfg->guest_slice ? ", guest-timed slices" : "");
+	if (r->domain)
+		print_domain(out, r);
+	print_linux_guest(out, r, s, lx);
+	if (r->ple_note[0])
+		fprintf(out, "note       --spin-detect ple: %s\n", r->ple_note);
+	/* --loop-cpu: where the event loop thread may run, read back (loop_pin.h) */
+	if (r->loop_pin.cpu >= 0)
+		fprintf(out, "loop       on CPU %d (%s)\n", r->loop_pin.cpu, r->loop_pin.note);
+	else if (r->loop_pin.cpus[0])
+		fprintf(out, "loop       on CPUs %s (%s)\n", r->loop_pin.cpus, r->loop_pin.note);
+	else
+		fprintf(out, "loop       %s\n", r->loop_pin.note);
+	fprintf(out, "seccomp    %s\n", cfg->no_seccomp ? "off (--no-seccomp)" : "on (vcpu, loop filters)");
+	/* --start-at: a start more than 1 ms late spoils a shared window; say so */
+	if (cfg->start_at_ns && r->start_late_ns > 1000000)
+		fprintf(out, "start      %.3f ms after --start-at (the VM was not ready in time)\n",
+			(double)r->start_late_ns / 1e6);
+	print_outcome(out, r, s);
 }
 
 void report_print(FILE *out, const struct run *r, const struct run_summary *s)
