@@ -64,16 +64,22 @@ int bench_cli_names(const char *opt, const char *arg, const char *const *known, 
 	return r;
 }
 
+/* A list whose items become out's, one each: their count set with the split. */
+static int split_counted(const char *opt, const char *arg, struct bench_strs *s, unsigned *n, char *err, size_t errlen)
+{
+	int r = bench_cli_split(opt, arg, s, err, errlen);
+	if (!r)
+		*n = s->n;
+	return r;
+}
+
 /* Positive numbers (or 0 too, with zero); whole numbers only unless fractions is set. */
 int bench_cli_numbers(const char *opt, const char *arg, double max, bool fractions, bool zero,
 		   struct bench_nums *out, char *err, size_t errlen)
 {
 	struct bench_strs s;
-	int r = bench_cli_split(opt, arg, &s, err, errlen);
-	if (r)
-		return r;
-	out->n = s.n;
-	for (unsigned i = 0; i < s.n; i++) {
+	int r = split_counted(opt, arg, &s, &out->n, err, errlen);
+	for (unsigned i = 0; !r && i < s.n; i++) {
 		char *end;
 		errno = 0;
 		double v = strtod(s.v[i], &end);
@@ -89,7 +95,7 @@ int bench_cli_numbers(const char *opt, const char *arg, double max, bool fractio
 				    max);
 		out->v[i] = v;
 	}
-	return 0;
+	return r;
 }
 
 /* Whole numbers in vmm run's own range for the option, each once. */
@@ -132,11 +138,8 @@ int bench_cli_on_off(const char *opt, const char *arg, struct bench_onoff *out, 
 int bench_cli_loop_cpus(const char *opt, const char *arg, struct bench_loops *out, char *err, size_t errlen)
 {
 	struct bench_strs s;
-	int r = bench_cli_split(opt, arg, &s, err, errlen);
-	if (r)
-		return r;
-	out->n = s.n;
-	for (unsigned i = 0; i < s.n; i++) {
+	int r = split_counted(opt, arg, &s, &out->n, err, errlen);
+	for (unsigned i = 0; !r && i < s.n; i++) {
 		if (bench_loop_parse(s.v[i], &out->v[i]))
 			return parse_fail(err, errlen, "%s: '%s' is neither auto, none nor a CPU number (0 to %d)",
 					  opt, s.v[i], BENCH_LOOP_CPU_MAX);
@@ -144,7 +147,7 @@ int bench_cli_loop_cpus(const char *opt, const char *arg, struct bench_loops *ou
 			if (bench_loop_same(&out->v[k], &out->v[i]))
 				return parse_fail(err, errlen, "%s: '%s' given twice", opt, s.v[i]);
 	}
-	return 0;
+	return r;
 }
 
 int bench_cli_vm_modes(const char *arg, struct bench_opts *o, char *err, size_t errlen)

@@ -253,6 +253,19 @@ static bool fill(struct group *g, struct bench_unit *present, unsigned *npresent
 	return missing;
 }
 
+/* The group's runs staged, its figures worked out and its table printed:
+ * whether a unit was missing; *failed, whether a cell failed. */
+static bool settle(struct group *g, struct bench_unit *present, unsigned *npresent, bool *failed)
+{
+	bool missing = fill(g, present, npresent);
+	*failed = bench_stats_matrix(&g->m);
+	if (g->mi.ran)
+		bench_micro_finish(&g->mi);
+	bench_report_table(stdout, &g->o, &g->m, &g->mi, &g->mc);
+	fflush(stdout);
+	return missing;
+}
+
 /* `vmm bench tables`: the table of write_group, nothing written. */
 static int print_group(struct group *g, bool several)
 {
@@ -263,12 +276,7 @@ static int print_group(struct group *g, bool several)
 	if (several)
 		printf("host %s: %u CPUs, %s, %s, %s\n", g->slug, g->mc.nproc, g->mc.cpu, g->mc.kernel, g->mc.kvm);
 	g->o.plot = false;
-	bool missing = fill(g, present, &npresent);
-	bool failed = bench_stats_matrix(&g->m);
-	if (g->mi.ran)
-		bench_micro_finish(&g->mi);
-	bench_report_table(stdout, &g->o, &g->m, &g->mi, &g->mc);
-	fflush(stdout);
+	bool failed, missing = settle(g, present, &npresent, &failed);
 	free(present);
 	return failed || missing ? VMM_EXIT_GUEST_FAIL : VMM_EXIT_OK;
 }
@@ -292,12 +300,7 @@ static int write_group(struct group *g, const char *out, bool several, bool plot
 		free(present);
 		return VMM_EXIT_USAGE;
 	}
-	bool missing = fill(g, present, &npresent);
-	bool failed = bench_stats_matrix(&g->m);
-	if (g->mi.ran)
-		bench_micro_finish(&g->mi);
-	bench_report_table(stdout, &g->o, &g->m, &g->mi, &g->mc);
-	fflush(stdout);
+	bool failed, missing = settle(g, present, &npresent, &failed);
 	/* index 0: all the shards of count; a merge of it alone says the same. */
 	struct bench_shard_meta meta = { .index = 0, .count = g->count, .units = present, .nunits = npresent,
 					 .margin_learned_ms = g->learned };
