@@ -596,6 +596,109 @@ static void test_hung_vcpus_lose_their_slots(void)
 	CHECK(atomic_load(&max_in_guest) <= bound);
 }
 
+/*
+ * Issue 31 item 4: the agent stalls (SIGSTOP for 1.5 s, past the 1 s a
+ * member waits for its beat) while four members contend, then goes on
+ * (SIGCONT). Each member that asks for a seat through the stall falls
+ * back to the seats it held, on the slots the agent granted them: the
+ * exact in-guest count stays within the 2 slots and each slot's CPU has at
+ * most one, during the stop and after. (Before, every asking member
+ * brought every seat online for good: 4 members x 2 seats on 2 CPUs.) When
+ * the agent goes on it moves the deadlines that fell in its stall out by
+ * it, so no member that obeyed is reclaimed; the members leave the stall
+ * at its next beat and grants go on.
+ *
+ * One member, H, is frozen with the agent (a host paused whole: a laptop's
+ * suspend, the host VM's migration): its vCPU threads stop out of guest
+ * mode, seats held, just before the agent stops, and go on 50 ms after it,
+ * so the revoke or probe the agent sent H is answered only after the
+ * agent's resumed. The hard deadline fell in the stall; unshifted, the
+ * agent's first tick reclaimed H's seat from a member that answered 50 ms
+ * into the agent's own run.
+ */
+static void test_agent_stall_keeps_the_bound(void)
+{
+	int cpus[2];
+	char name[32];
+	if (!round_start(cpus, name, sizeof(name)))
+		return;
+	/* short enough that a reclaim at a deadline that fell in the stall
+	 * would come at once; honest answers come well inside it */
+	const uint64_t grace_ns = 250000000ull;
+	pid_t agent = agent_start(name, 2, cpus, grace_ns);
+	CHECK(agent > 0);
+	if (agent <= 0)
+		return;
+	enum { NM = 4 };
+	static struct member m[NM];
+	for (int k = 0; k < NM; k++)
+		CHECK_EQ(member_start(&m[k], name, 2, "pv", k, 100), 0);
+	sleep_ms(300);
+	struct member *h = &m[0];
+	hang_set(&h->hang, true);
+	for (int t = 0; t < 2000 && !hang_count(&h->hang); t += 2)
+		sleep_ms(2);
+	int h_hung = hang_count(&h->hang);
+	sleep_ms(20); /* some slices: the agent revokes or probes H's seat */
+	uint64_t grants0 = 0;
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		dlink_get_report(m[k].l, &r);
+		grants0 += r.grants;
+	}
+	CHECK_EQ(kill(agent, SIGSTOP), 0);
+	sleep_ms(1500);
+	int stalled = 0, held_then = 0;
+	long at_cont[NM];
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		dlink_get_report(m[k].l, &r);
+		stalled += r.stalls > 0;
+		held_then += r.stalls ? r.stall_held : 0;
+		at_cont[k] = entries_now(&m[k]);
+	}
+	int max_stopped = atomic_load(&max_in_guest);
+	CHECK_EQ(kill(agent, SIGCONT), 0);
+	sleep_ms(50);
+	hang_set(&h->hang, false);
+	sleep_ms(600); /* the members hear the beat, grants go on */
+	uint64_t grants1 = 0, reclaims = 0;
+	int back = 0, ran_after = 0;
+	struct dlink_report rep[NM];
+	for (int k = 0; k < NM; k++) {
+		long e = entries_now(&m[k]);
+		dlink_get_report(m[k].l, &rep[k]);
+		grants1 += rep[k].grants;
+		reclaims += rep[k].reclaims;
+		back += rep[k].stalls && rep[k].stall_end_ns;
+		ran_after += e > at_cont[k];
+		CHECK(rep[k].stall_most <= rep[k].stall_held); /* never more than it held */
+		CHECK(!rep[k].lost);
+	}
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		member_stop(&m[k], &r);
+		CHECK(!r.lost);
+	}
+	agent_stop(agent);
+	printf("  agent stopped 1.5 s with %d members x 2 vCPUs on 2 slots, one frozen with it (%d vCPUs): %d fell back (holding %d seats in all), "
+	       "most in guest mode at once during the stop %d; after SIGCONT %d left the stall, %d ran, grants %llu -> %llu, "
+	       "%llu reclaims; most in guest mode at once %d, on one slot's CPU at once over 1: %d times\n",
+	       NM, h_hung, stalled, held_then, max_stopped, back, ran_after, (unsigned long long)grants0,
+	       (unsigned long long)grants1, (unsigned long long)reclaims, atomic_load(&max_in_guest),
+	       atomic_load(&cpu_over));
+	CHECK(h_hung > 0);
+	CHECK(stalled > 0);       /* some member asked through the stall */
+	CHECK(held_then <= bound); /* their seats, all together, fit the slots */
+	CHECK_EQ(back, stalled);   /* and every one left it */
+	CHECK(grants1 > grants0 + NM);
+	CHECK_EQ(reclaims, 0);     /* nobody reclaimed for the agent's own stall */
+	CHECK_EQ(atomic_load(&cpu_unknown), 0);
+	CHECK_EQ(atomic_load(&cpu_over), 0);
+	CHECK_EQ(atomic_load(&over_bound), 0);
+	CHECK(atomic_load(&max_in_guest) <= bound);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_domain_link.XXXXXX";
@@ -608,6 +711,7 @@ int main(void)
 	dlink_test_gap = slot_gap;
 	RUN(test_members_never_exceed_the_slots);
 	RUN(test_hung_vcpus_lose_their_slots);
+	RUN(test_agent_stall_keeps_the_bound);
 	char cmd[64];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd)) {

@@ -25,6 +25,9 @@
 #include "vmm/domain/paths.h"
 
 #define AGENT_BEAT_NS (100 * 1000000ull) /* members watch `beat` (DOMAIN.md) */
+/* A timer this late means the agent was not running (stopped): a busy
+ * host delays a wake-up by milliseconds, not two beats. */
+#define AGENT_STALL_NS (2 * AGENT_BEAT_NS)
 #define AGENT_RING 512
 
 uint64_t agent_now(void)
@@ -529,6 +532,9 @@ static void dispatch(struct agent *a, uint64_t tag, int res)
 	case AEV_TIMER:
 		if (res == -ETIME) {
 			a->timer_armed = false;
+			uint64_t now = agent_now();
+			if (now > a->timer_at && now - a->timer_at > AGENT_STALL_NS)
+				agent_stalled(a, now - a->timer_at);
 			agent_tick(a);
 			guard_tick(a);
 		}
@@ -577,8 +583,9 @@ int dom_agent_run(const struct dom_agent_opts *o, char *why, size_t len)
 		io_uring_cq_advance(&a.ring, n);
 		rc = 0;
 	}
-	fprintf(stderr, "vmm: domain %s: stopping (%llu joins, %llu leaves, %llu refused)\n", o->name,
-		(unsigned long long)a.joins, (unsigned long long)a.leaves, (unsigned long long)a.refused);
+	fprintf(stderr, "vmm: domain %s: stopping (%llu joins, %llu leaves, %llu refused, %llu stalls)\n", o->name,
+		(unsigned long long)a.joins, (unsigned long long)a.leaves, (unsigned long long)a.refused,
+		(unsigned long long)a.stalls);
 	agent_fini(&a);
 	return rc;
 }

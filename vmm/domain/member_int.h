@@ -70,6 +70,11 @@ struct dlink {
 	struct seat *seat;
 	int want;            /* the co-scheduler's demand */
 	bool lost;
+	/* The agent's beat as the link last saw it move (member_fallback.c);
+	 * stalled: it stopped for LINK_HUNG_NS while a seat was asked for. */
+	uint32_t beat;
+	uint64_t beat_at;
+	bool stalled;
 	uint64_t lost_ns;
 	char lost_why[96];
 	uint32_t policy_seen, weight_seen;
@@ -83,6 +88,14 @@ struct dlink {
 	_Atomic uint32_t local; /* bumped (and woken) to make the link thread look */
 	atomic_bool stopping;
 };
+
+/* member_fallback.c (all three with mu held) */
+/* The agent's beat read from now on (a join or a rejoin): no stall. */
+void dfall_reset(struct dlink *l, uint64_t now);
+/* The link thread's look at the beat: true while the agent is stalled
+ * (entered or left here, and said so on stderr and in the report); then
+ * the member keeps the seats it holds, idle or not, and nothing more. */
+bool dfall_look(struct dlink *l, uint64_t now);
 
 /* member_probe.c */
 /* sched_set_point_cb's callback: a vCPU passed a scheduling point on seat j. */

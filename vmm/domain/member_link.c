@@ -222,22 +222,14 @@ static void read_policy(struct dlink *l, struct todo *t)
 	t->policy_gen = g;
 }
 
-/* The agent closed its socket (ended), said something, or stopped beating. */
-static const char *agent_gone(struct dlink *l, uint32_t *beat, uint64_t *beat_at, uint64_t now)
+/* The agent closed its socket (ended) or said something. (One that stops
+ * beating is stalled, not gone: member_fallback.c.) */
+static const char *agent_gone(struct dlink *l)
 {
 	struct pollfd p = { .fd = l->sock, .events = POLLIN | POLLRDHUP };
 	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLIN)))
 		return "the agent ended (its socket closed)";
-	uint32_t b = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
-	if (b != *beat) {
-		*beat = b;
-		*beat_at = now;
-		return NULL;
-	}
-	bool asking = false;
-	for (int j = 0; j < l->nlive; j++)
-		asking |= l->seat[j].st == SEAT_ASKED;
-	return asking && now - *beat_at > LINK_HUNG_NS ? "the agent stopped answering (no beat for 1 s)" : NULL;
+	return NULL;
 }
 
 /* Every seat comes online on the domain's CPUs, for good. */
@@ -245,6 +237,9 @@ static void go_alone(struct dlink *l, const char *why, struct todo *t)
 {
 	l->lost = true;
 	l->lost_ns = now_ns();
+	if (l->stalled) /* it ended stalled */
+		l->rep.stall_end_ns = l->lost_ns;
+	l->stalled = false;
 	snprintf(l->lost_why, sizeof(l->lost_why), "%s", why);
 	for (int j = 0; j < l->nlocal; j++) {
 		struct seat *st = &l->seat[j];
@@ -383,6 +378,31 @@ static void refresh_leases(struct dlink *l)
 	pthread_rwlock_unlock(&l->apply);
 }
 
+/* The link thread's look at the agent: a live policy change into t; gone
+ * (its socket closed): every seat online, alone; true while it is stalled
+ * (member_fallback.c). */
+static bool look_at_agent(struct dlink *l, struct todo *t, uint64_t now)
+{
+	pthread_mutex_lock(&l->mu);
+	const char *why = NULL;
+	bool stalled = false;
+	if (!l->lost) {
+		read_policy(l, t);
+		why = agent_gone(l);
+		stalled = !why && dfall_look(l, now);
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (why) { /* every seat: no slot thread in the middle of one */
+		pthread_rwlock_wrlock(&l->apply);
+		pthread_mutex_lock(&l->mu);
+		go_alone(l, why, t);
+		pthread_mutex_unlock(&l->mu);
+		apply_todo(l, t);
+		pthread_rwlock_unlock(&l->apply);
+	}
+	return stalled;
+}
+
 static void *link_main(void *arg)
 {
 	struct dlink *l = arg;
@@ -391,8 +411,10 @@ static void *link_main(void *arg)
 	sem_post(&l->started);
 	if (rc)
 		return NULL;
-	uint32_t beat = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
-	uint64_t beat_at = now_ns(), published = 0, tried = 0;
+	pthread_mutex_lock(&l->mu);
+	dfall_reset(l, now_ns());
+	pthread_mutex_unlock(&l->mu);
+	uint64_t published = 0, tried = 0;
 	bool keeping = false, leasing = false;
 	uint64_t floor_set = 0;
 	while (!atomic_load(&l->stopping)) {
@@ -409,25 +431,12 @@ static void *link_main(void *arg)
 		t.policy[0] = '\0';
 		t.give_back = false;
 		uint64_t now = now_ns();
+		bool stalled = look_at_agent(l, &t, now);
 		pthread_mutex_lock(&l->mu);
-		const char *why = NULL;
-		if (!l->lost) {
-			read_policy(l, &t);
-			why = agent_gone(l, &beat, &beat_at, now);
-		}
-		pthread_mutex_unlock(&l->mu);
-		if (why) { /* every seat: no slot thread in the middle of one */
-			pthread_rwlock_wrlock(&l->apply);
-			pthread_mutex_lock(&l->mu);
-			go_alone(l, why, &t);
-			pthread_mutex_unlock(&l->mu);
-			apply_todo(l, &t);
-			pthread_rwlock_unlock(&l->apply);
-		}
-		pthread_mutex_lock(&l->mu);
-		/* idle seats are kept while nobody else waits, and for good once
-		 * the agent is gone (nobody to give them to) */
-		bool keep = l->lost || !__atomic_load_n(&live->waiting, __ATOMIC_ACQUIRE);
+		/* idle seats are kept while nobody else waits, while the agent
+		 * is stalled, and for good once it is gone (nobody to give them
+		 * to, or nobody to regrant them) */
+		bool keep = l->lost || stalled || !__atomic_load_n(&live->waiting, __ATOMIC_ACQUIRE);
 		pthread_mutex_unlock(&l->mu);
 		if (keep != keeping) {
 			sched_slots_keep(l->s, keep);
@@ -474,8 +483,6 @@ static void *link_main(void *arg)
 			tried = now;
 			if (try_rejoin(l)) {
 				keeping = false;
-				beat = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
-				beat_at = now_ns();
 				continue;
 			}
 		}
@@ -717,6 +724,7 @@ static bool try_rejoin(struct dlink *l)
 	for (int j = 0; j < l->nlocal; j++)
 		l->seat[j] = (struct seat){ .st = SEAT_GIVING, .gen = 0, .slot = -1 };
 	l->lost = false;
+	dfall_reset(l, now_ns());
 	l->rep.rejoins++;
 	l->rep.rejoin_ns = now_ns();
 	l->policy_seen = __atomic_load_n(&dom_shm_live(&l->shm)->policy_gen, __ATOMIC_ACQUIRE);
