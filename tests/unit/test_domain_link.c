@@ -21,6 +21,10 @@
  * (member_probe.c), so its slots are reclaimed within a slice and the
  * grace, where the link's own answers kept them for seconds.
  *
+ * Another stops the agent itself (SIGSTOP, 1.5 s) while members contend:
+ * each member keeps the seats it held and nothing more, and the agent,
+ * going on, moves the deadlines that fell in its stall out by it.
+ *
  * Short agent slices and lock regions now and then longer than a lease's
  * margin make the agent's revokes meet the members' own lease-end yields,
  * and a hook (dlink_test_gap, test builds only) holds slot threads between

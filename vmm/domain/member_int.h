@@ -1,7 +1,8 @@
 /*
  * The member's link, shared by member_link.c (join, seats, slot threads,
- * the link thread, rejoin) and member_probe.c (the answers to the
- * agent's liveness probes, given by the vCPUs). Seat states: see
+ * the link thread, rejoin), member_probe.c (the answers to the agent's
+ * liveness probes, given by the vCPUs) and member_fallback.c (a stalled
+ * agent: the seats held and nothing more). Seat states: see
  * member_link.c's head.
  */
 #ifndef VMM_DOMAIN_MEMBER_INT_H
@@ -18,7 +19,7 @@
 #include "vmm/domain/shm.h"
 
 #define LINK_WAKE_NS (100 * 1000000ull)  /* how often the link looks at the agent unasked */
-#define LINK_HUNG_NS (1000 * 1000000ull) /* no beat for this long while asking: agent hung */
+#define LINK_HUNG_NS (1000 * 1000000ull) /* no beat for this long while asking: agent stalled */
 #define LINK_REJOIN_NS (1000 * 1000000ull) /* how often an orphan looks for a new agent */
 
 enum seat_state { SEAT_FREE, SEAT_ASKED, SEAT_HELD, SEAT_GIVING };
