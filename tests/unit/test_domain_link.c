@@ -654,12 +654,14 @@ static void test_agent_stall_keeps_the_bound(void)
 	sleep_ms(1500);
 	int stalled = 0, held_then = 0;
 	long at_cont[NM];
+	uint64_t grants_cont[NM];
 	for (int k = 0; k < NM; k++) {
 		struct dlink_report r;
 		dlink_get_report(m[k].l, &r);
 		stalled += r.stalls > 0;
 		held_then += r.stalls ? r.stall_held : 0;
 		at_cont[k] = entries_now(&m[k]);
+		grants_cont[k] = r.grants;
 	}
 	int max_stopped = atomic_load(&max_in_guest);
 	CHECK_EQ(kill(agent, SIGCONT), 0);
@@ -667,7 +669,7 @@ static void test_agent_stall_keeps_the_bound(void)
 	hang_set(&h->hang, false);
 	sleep_ms(600); /* the members hear the beat, grants go on */
 	uint64_t grants1 = 0, reclaims = 0;
-	int back = 0, ran_after = 0;
+	int back = 0, ran_after = 0, granted_after = 0;
 	struct dlink_report rep[NM];
 	for (int k = 0; k < NM; k++) {
 		long e = entries_now(&m[k]);
@@ -676,6 +678,7 @@ static void test_agent_stall_keeps_the_bound(void)
 		reclaims += rep[k].reclaims;
 		back += rep[k].stalls && rep[k].stall_end_ns;
 		ran_after += e > at_cont[k];
+		granted_after += k > 0 && rep[k].grants > grants_cont[k];
 		CHECK(rep[k].stall_most <= rep[k].stall_held); /* never more than it held */
 		CHECK(!rep[k].lost);
 	}
@@ -686,9 +689,9 @@ static void test_agent_stall_keeps_the_bound(void)
 	}
 	agent_stop(agent);
 	printf("  agent stopped 1.5 s with %d members x 2 vCPUs on 2 slots, one frozen with it (%d vCPUs): %d fell back (holding %d seats in all), "
-	       "most in guest mode at once during the stop %d; after SIGCONT %d left the stall, %d ran, grants %llu -> %llu, "
+	       "most in guest mode at once during the stop %d; after SIGCONT %d left the stall, %d ran, %d of the %d others granted again, grants %llu -> %llu, "
 	       "%llu reclaims; most in guest mode at once %d, on one slot's CPU at once over 1: %d times\n",
-	       NM, h_hung, stalled, held_then, max_stopped, back, ran_after, (unsigned long long)grants0,
+	       NM, h_hung, stalled, held_then, max_stopped, back, ran_after, granted_after, NM - 1, (unsigned long long)grants0,
 	       (unsigned long long)grants1, (unsigned long long)reclaims, atomic_load(&max_in_guest),
 	       atomic_load(&cpu_over));
 	CHECK(h_hung > 0);
@@ -696,6 +699,9 @@ static void test_agent_stall_keeps_the_bound(void)
 	CHECK(held_then <= bound); /* their seats, all together, fit the slots */
 	CHECK_EQ(back, stalled);   /* and every one left it */
 	CHECK(grants1 > grants0 + NM);
+	/* every member but H back to its grants; H, charged for the slot it
+	 * held through the stall, waits until the others caught up */
+	CHECK_EQ(granted_after, NM - 1);
 	CHECK_EQ(reclaims, 0);     /* nobody reclaimed for the agent's own stall */
 	CHECK_EQ(atomic_load(&cpu_unknown), 0);
 	CHECK_EQ(atomic_load(&cpu_over), 0);
