@@ -403,6 +403,61 @@ static bool look_at_agent(struct dlink *l, struct todo *t, uint64_t now)
 	return stalled;
 }
 
+/* What the link last told the co-scheduler. */
+struct link_mode {
+	bool keeping, leasing;
+	uint64_t floor_set;
+};
+
+/* keep: idle seats kept, no leases, no slice floor (nobody else waits, or
+ * nobody could regrant them); else leases and the floor. */
+static void set_mode(struct dlink *l, struct link_mode *md, bool keep)
+{
+	if (keep != md->keeping) {
+		sched_slots_keep(l->s, keep);
+		md->keeping = keep;
+	}
+	if (!keep)
+		refresh_leases(l);
+	if (!keep != md->leasing) {
+		sched_set_lease(l->s, !keep);
+		md->leasing = !keep;
+	}
+	/* While others wait, the domain's revoke ends a seat's slice (one
+	 * switch); a rotation of this VM's own just before it would be a
+	 * second. Past slice + grace the revoke is late: rotate anyway. */
+	uint64_t floor = keep || !l->slice_floor ? 0 : l->info.slice_ns + l->info.grace_ns;
+	if (floor != md->floor_set) {
+		sched_set_slice_floor(l->s, floor);
+		md->floor_set = floor;
+	}
+}
+
+/* A live policy change (read into t) applied and acknowledged; a weight
+ * change told. */
+static void apply_settings(struct dlink *l, struct dom_grant_live *live, const struct todo *t)
+{
+	if (t->policy[0]) {
+		int rc = sched_policy_find(t->policy) ? sched_set_policy(l->s, t->policy) : -EINVAL;
+		struct dom_req_hdr *rh = dom_shm_req_hdr(&l->shm);
+		__atomic_store_n(&rh->policy_at_ns, now_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&rh->policy_ack, t->policy_gen, __ATOMIC_RELEASE);
+		if (!rc) {
+			pthread_mutex_lock(&l->mu);
+			l->rep.policy_changes++;
+			pthread_mutex_unlock(&l->mu);
+			if (l->hooks.on_policy)
+				l->hooks.on_policy(l->hooks.ctx, t->policy);
+		}
+	}
+	uint32_t w = __atomic_load_n(&live->weight, __ATOMIC_ACQUIRE);
+	if (w != l->weight_seen) {
+		l->weight_seen = w;
+		if (l->hooks.on_weight)
+			l->hooks.on_weight(l->hooks.ctx, w);
+	}
+}
+
 static void *link_main(void *arg)
 {
 	struct dlink *l = arg;
@@ -415,8 +470,7 @@ static void *link_main(void *arg)
 	dfall_reset(l, now_ns());
 	pthread_mutex_unlock(&l->mu);
 	uint64_t published = 0, tried = 0;
-	bool keeping = false, leasing = false;
-	uint64_t floor_set = 0;
+	struct link_mode md = { false, false, 0 };
 	while (!atomic_load(&l->stopping)) {
 		/* a new agent replaces the segments: this iteration's */
 		struct dom_grant_live *live = dom_shm_live(&l->shm);
@@ -438,43 +492,8 @@ static void *link_main(void *arg)
 		 * to, or nobody to regrant them) */
 		bool keep = l->lost || stalled || !__atomic_load_n(&live->waiting, __ATOMIC_ACQUIRE);
 		pthread_mutex_unlock(&l->mu);
-		if (keep != keeping) {
-			sched_slots_keep(l->s, keep);
-			keeping = keep;
-		}
-		if (!keep)
-			refresh_leases(l);
-		if (!keep != leasing) {
-			sched_set_lease(l->s, !keep);
-			leasing = !keep;
-		}
-		/* While others wait, the domain's revoke ends a seat's slice (one
-		 * switch); a rotation of this VM's own just before it would be a
-		 * second. Past slice + grace the revoke is late: rotate anyway. */
-		uint64_t floor = keep || !l->slice_floor ? 0 : l->info.slice_ns + l->info.grace_ns;
-		if (floor != floor_set) {
-			sched_set_slice_floor(l->s, floor);
-			floor_set = floor;
-		}
-		if (t.policy[0]) {
-			int rc = sched_policy_find(t.policy) ? sched_set_policy(l->s, t.policy) : -EINVAL;
-			struct dom_req_hdr *rh = dom_shm_req_hdr(&l->shm);
-			__atomic_store_n(&rh->policy_at_ns, now_ns(), __ATOMIC_RELAXED);
-			__atomic_store_n(&rh->policy_ack, t.policy_gen, __ATOMIC_RELEASE);
-			if (!rc) {
-				pthread_mutex_lock(&l->mu);
-				l->rep.policy_changes++;
-				pthread_mutex_unlock(&l->mu);
-				if (l->hooks.on_policy)
-					l->hooks.on_policy(l->hooks.ctx, t.policy);
-			}
-		}
-		uint32_t w = __atomic_load_n(&live->weight, __ATOMIC_ACQUIRE);
-		if (w != l->weight_seen) {
-			l->weight_seen = w;
-			if (l->hooks.on_weight)
-				l->hooks.on_weight(l->hooks.ctx, w);
-		}
+		set_mode(l, &md, keep);
+		apply_settings(l, live, &t);
 		if (now - published >= LINK_WAKE_NS) {
 			publish_states(l);
 			published = now;
@@ -482,7 +501,7 @@ static void *link_main(void *arg)
 		if (l->lost && now - tried >= LINK_REJOIN_NS) {
 			tried = now;
 			if (try_rejoin(l)) {
-				keeping = false;
+				md.keeping = false;
 				continue;
 			}
 		}
