@@ -23,7 +23,10 @@
  *
  * Another stops the agent itself (SIGSTOP, 1.5 s) while members contend:
  * each member keeps the seats it held and nothing more, and the agent,
- * going on, moves the deadlines that fell in its stall out by it.
+ * going on, moves the deadlines that fell in its stall out by it. The
+ * last kills it and starts a new one: the orphans keep the seats they
+ * held through the gap, and the new agent grants nothing until they are
+ * back.
  *
  * Short agent slices and lock regions now and then longer than a lease's
  * margin make the agent's revokes meet the members' own lease-end yields,
@@ -367,7 +370,7 @@ static void member_stop(struct member *m, struct dlink_report *rep)
 }
 
 /* The agent in a child process; its ready line read from a pipe. */
-static pid_t agent_start(const char *name, int nslots, const int *cpus, uint64_t grace_ns)
+static pid_t agent_start_slice(const char *name, int nslots, const int *cpus, uint64_t grace_ns, uint64_t slice_ns)
 {
 	int pfd[2];
 	if (pipe(pfd) < 0)
@@ -381,7 +384,7 @@ static pid_t agent_start(const char *name, int nslots, const int *cpus, uint64_t
 		if (null >= 0 && !getenv("TEST_DOMAIN_LINK_VERBOSE"))
 			dup2(null, 2);
 		setvbuf(stdout, NULL, _IONBF, 0);
-		struct dom_agent_opts o = { .name = name, .nslots = nslots, .slice_ns = 2000000,
+		struct dom_agent_opts o = { .name = name, .nslots = nslots, .slice_ns = slice_ns,
 					    .grace_ns = grace_ns, .gid = -1, .confine = DOM_CONFINE_SELF };
 		for (int i = 0; i < nslots; i++)
 			o.slot_cpu[i] = cpus[i];
@@ -406,6 +409,11 @@ static pid_t agent_start(const char *name, int nslots, const int *cpus, uint64_t
 		return -1;
 	}
 	return pid;
+}
+
+static pid_t agent_start(const char *name, int nslots, const int *cpus, uint64_t grace_ns)
+{
+	return agent_start_slice(name, nslots, cpus, grace_ns, 2000000);
 }
 
 static void agent_stop(pid_t pid)
@@ -709,6 +717,100 @@ static void test_agent_stall_keeps_the_bound(void)
 	CHECK(atomic_load(&max_in_guest) <= bound);
 }
 
+/*
+ * The agent killed (SIGKILL) while four members contend, and a new one
+ * started 0.5 s later. Each orphan keeps the seats it held on the dead
+ * agent's slots (disjoint: its books said so) and nothing more; the new
+ * agent, finding its predecessor's pid file, grants nothing for 1.5 s
+ * (its quiet start), by when every orphan has rejoined (they look every
+ * second) and taken its seats offline. Under contention the members give
+ * their seats back at their leases' ends before they see the agent gone,
+ * so here the vCPUs holding seats are held out of guest mode (hung) over
+ * the kill, and go on once their members are orphans: each orphan runs
+ * on the seats it held, on the slot's CPU the dead agent granted, through
+ * the gap and until it rejoins. The exact count holds throughout:
+ * before, each orphan brought every seat online (7-8 in guest mode on 2
+ * slots) and the first to rejoin was granted slots the others still ran on.
+ */
+static void test_agent_restart_keeps_the_bound(void)
+{
+	int cpus[2];
+	char name[32];
+	if (!round_start(cpus, name, sizeof(name)))
+		return;
+	/* slices of 1 s: the seats held at the kill are not being revoked */
+	const uint64_t grace_ns = 250000000ull, slice_ns = 1000000000ull;
+	pid_t agent = agent_start_slice(name, 2, cpus, grace_ns, slice_ns);
+	CHECK(agent > 0);
+	if (agent <= 0)
+		return;
+	enum { NM = 4 };
+	static struct member m[NM];
+	for (int k = 0; k < NM; k++)
+		CHECK_EQ(member_start(&m[k], name, 2, "pv", k, 100), 0);
+	sleep_ms(300);
+	for (int k = 0; k < NM; k++)
+		hang_set(&m[k].hang, true);
+	sleep_ms(50); /* the seats' holders stop, seats held */
+	CHECK_EQ(kill(agent, SIGKILL), 0);
+	waitpid(agent, NULL, 0);
+	sleep_ms(250); /* every member sees its socket closed */
+	long gap_entries = 0;
+	for (int k = 0; k < NM; k++) {
+		gap_entries -= entries_now(&m[k]);
+		hang_set(&m[k].hang, false);
+	}
+	sleep_ms(250); /* the orphans run on the seats they held */
+	for (int k = 0; k < NM; k++)
+		gap_entries += entries_now(&m[k]);
+	int lost = 0, held = 0;
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		dlink_get_report(m[k].l, &r);
+		lost += r.lost;
+		held += r.lost_held;
+	}
+	int gap_max = atomic_load(&max_in_guest);
+	agent = agent_start_slice(name, 2, cpus, grace_ns, slice_ns);
+	CHECK(agent > 0);
+	sleep_ms(1000); /* every orphan rejoined, nothing granted yet */
+	uint64_t grants_quiet[NM];
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		dlink_get_report(m[k].l, &r);
+		grants_quiet[k] = r.grants;
+	}
+	sleep_ms(1500);
+	int rejoined = 0, granted = 0, alone = 0;
+	uint64_t reclaims = 0;
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		dlink_get_report(m[k].l, &r);
+		rejoined += r.rejoins == 1;
+		granted += r.grants > grants_quiet[k];
+		alone += r.alone_ns != 0;
+		reclaims += r.reclaims;
+		member_stop(&m[k], &r);
+	}
+	if (agent > 0)
+		agent_stop(agent);
+	printf("  agent killed with %d members x 2 vCPUs on 2 slots: %d lost it, holding %d seats in all; %ld entries "
+	       "in the gap, most in guest mode at once by then %d; a new agent 0.5 s later: %d rejoined, %d granted after its quiet start, %d went "
+	       "alone, %llu reclaims; most in guest mode at once %d, on one slot's CPU at once over 1: %d times\n",
+	       NM, lost, held, gap_entries, gap_max, rejoined, granted, alone, (unsigned long long)reclaims,
+	       atomic_load(&max_in_guest), atomic_load(&cpu_over));
+	CHECK_EQ(lost, NM);
+	CHECK(held <= bound);
+	CHECK_EQ(rejoined, NM);
+	CHECK(granted >= bound); /* both slots granted again after the quiet start */
+	CHECK_EQ(alone, 0);
+	CHECK_EQ(reclaims, 0);
+	CHECK_EQ(atomic_load(&cpu_unknown), 0);
+	CHECK_EQ(atomic_load(&cpu_over), 0);
+	CHECK_EQ(atomic_load(&over_bound), 0);
+	CHECK(atomic_load(&max_in_guest) <= bound);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_domain_link.XXXXXX";
@@ -722,6 +824,7 @@ int main(void)
 	RUN(test_members_never_exceed_the_slots);
 	RUN(test_hung_vcpus_lose_their_slots);
 	RUN(test_agent_stall_keeps_the_bound);
+	RUN(test_agent_restart_keeps_the_bound);
 	char cmd[64];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd)) {

@@ -74,6 +74,8 @@ struct agent {
 	int nmembers;
 	uint64_t joins, leaves, refused;
 	uint64_t stalls;             /* times its own timer fired over AGENT_STALL_NS late */
+	uint64_t quiet_until;        /* a dead agent's members may still run on its slots: no
+					doorbell is read (nothing granted) before; 0: none */
 	uid_t owner;                 /* the agent's user: it and root may change members */
 	int uid_conns;               /* connections per other uid */
 	uint64_t guard_next;         /* the earliest unjoined connection's deadline */
@@ -103,6 +105,8 @@ void agent_tick(struct agent *a);
 /* The agent's own timer fired late ns late (it was stopped): read every
  * member's words, then move the hard deadlines out by it. */
 void agent_stalled(struct agent *a, uint64_t late);
+/* The quiet start is over: every member's words read (its first grants). */
+void agent_quiet_end(struct agent *a);
 
 /* agent_status.c */
 void agent_status(struct agent *a, int c, uint32_t flags);

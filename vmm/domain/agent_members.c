@@ -355,15 +355,27 @@ static void read_probe_acks(struct agent *a, uint64_t now)
  * first (their doorbells' completions may come after this tick), and the
  * deadlines move out by the stall: each holder gets its grace again.
  */
-void agent_stalled(struct agent *a, uint64_t late)
+static void read_all(struct agent *a)
 {
-	for (int m = 0; m < a->max_members; m++)
+	for (int m = 0; m < a->max_members && !a->quiet_until; m++)
 		if (a->mem[m].conn >= 0 && a->mem[m].shm.req)
 			agent_doorbell(a, m);
+}
+
+void agent_stalled(struct agent *a, uint64_t late)
+{
+	read_all(a);
 	dom_core_shift_deadlines(a->core, late);
 	a->stalls++;
 	fprintf(a->log, "vmm: domain %s: the agent did not run for %.3f s; revoke and probe deadlines moved out by it\n",
 		a->o->name, (double)late / 1e9);
+}
+
+void agent_quiet_end(struct agent *a)
+{
+	a->quiet_until = 0;
+	read_all(a);
+	fprintf(a->log, "vmm: domain %s: quiet start over, %d members back\n", a->o->name, a->nmembers);
 }
 
 void agent_tick(struct agent *a)

@@ -47,6 +47,29 @@ void dfall_reset(struct dlink *l, uint64_t now)
 	l->stalled = false;
 }
 
+/*
+ * A dead agent's books die with it, but what they said still holds: no
+ * other member runs on the slots this one's held seats are on. So an
+ * orphan keeps those (and the vCPUs asking for more wait) until a new
+ * agent takes it back: rejoining takes every seat offline before that
+ * agent grants anything (its quiet start, agent.c). Only if none comes
+ * within LINK_ALONE_NS does every seat come online (member_link.c's
+ * go_alone): then nothing bounds the domain.
+ */
+void dfall_lost(struct dlink *l, const char *why, uint64_t now)
+{
+	l->lost = true;
+	l->lost_ns = now;
+	snprintf(l->lost_why, sizeof(l->lost_why), "%s", why);
+	if (l->stalled) /* it ended stalled */
+		l->rep.stall_end_ns = now;
+	l->stalled = false;
+	l->rep.lost_held = seats_online(l);
+	fprintf(stderr, "vmm: domain %s: agent lost: %s; this VM keeps the %d seat%s it held, under the host scheduler, "
+			"until a new agent takes it back (every seat after %.0f s without one)\n",
+		l->domain, why, l->rep.lost_held, l->rep.lost_held == 1 ? "" : "s", (double)LINK_ALONE_NS / 1e9);
+}
+
 bool dfall_look(struct dlink *l, uint64_t now)
 {
 	uint32_t b = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);

@@ -21,6 +21,7 @@
 #define LINK_WAKE_NS (100 * 1000000ull)  /* how often the link looks at the agent unasked */
 #define LINK_HUNG_NS (1000 * 1000000ull) /* no beat for this long while asking: agent stalled */
 #define LINK_REJOIN_NS (1000 * 1000000ull) /* how often an orphan looks for a new agent */
+#define LINK_ALONE_NS (5000 * 1000000ull) /* an orphan no new agent took back: every seat online */
 
 enum seat_state { SEAT_FREE, SEAT_ASKED, SEAT_HELD, SEAT_GIVING };
 
@@ -71,6 +72,7 @@ struct dlink {
 	struct seat *seat;
 	int want;            /* the co-scheduler's demand */
 	bool lost;
+	bool alone;          /* lost, and every seat online (go_alone) */
 	/* The agent's beat as the link last saw it move (member_fallback.c);
 	 * stalled: it stopped for LINK_HUNG_NS while a seat was asked for. */
 	uint32_t beat;
@@ -97,6 +99,9 @@ void dfall_reset(struct dlink *l, uint64_t now);
  * (entered or left here, and said so on stderr and in the report); then
  * the member keeps the seats it holds, idle or not, and nothing more. */
 bool dfall_look(struct dlink *l, uint64_t now);
+/* The agent ended (its socket closed): lost from now, keeping the seats
+ * held, and said so on stderr and in the report. */
+void dfall_lost(struct dlink *l, const char *why, uint64_t now);
 
 /* member_probe.c */
 /* sched_set_point_cb's callback: a vCPU passed a scheduling point on seat j. */

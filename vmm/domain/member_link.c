@@ -232,15 +232,14 @@ static const char *agent_gone(struct dlink *l)
 	return NULL;
 }
 
-/* Every seat comes online on the domain's CPUs, for good. */
-static void go_alone(struct dlink *l, const char *why, struct todo *t)
+/* No new agent took the VM back within LINK_ALONE_NS of the old one's
+ * end: every seat comes online on the domain's CPUs, for good (until a new
+ * agent does). Nothing waits for a grant that cannot come, and nothing
+ * bounds the domain any more. */
+static void go_alone(struct dlink *l, struct todo *t)
 {
-	l->lost = true;
-	l->lost_ns = now_ns();
-	if (l->stalled) /* it ended stalled */
-		l->rep.stall_end_ns = l->lost_ns;
-	l->stalled = false;
-	snprintf(l->lost_why, sizeof(l->lost_why), "%s", why);
+	l->alone = true;
+	l->rep.alone_ns = now_ns();
 	for (int j = 0; j < l->nlocal; j++) {
 		struct seat *st = &l->seat[j];
 		if (st->st == SEAT_HELD)
@@ -250,8 +249,8 @@ static void go_alone(struct dlink *l, const char *why, struct todo *t)
 		t->ncpu[t->non] = l->info.slot_cpu[j % l->info.nslots];
 		t->online[t->non++] = j;
 	}
-	fprintf(stderr, "vmm: domain %s: agent lost: %s; this VM runs on under the host scheduler, on the domain's CPUs\n",
-		l->domain, why);
+	fprintf(stderr, "vmm: domain %s: no new agent: every seat of this VM runs on under the host scheduler, on the "
+			"domain's CPUs\n", l->domain);
 }
 
 static void publish_states(struct dlink *l)
@@ -379,23 +378,27 @@ static void refresh_leases(struct dlink *l)
 }
 
 /* The link thread's look at the agent: a live policy change into t; gone
- * (its socket closed): every seat online, alone; true while it is stalled
+ * (its socket closed): the seats held and nothing more, then every seat
+ * online, alone, if no new agent came; true while it is stalled
  * (member_fallback.c). */
 static bool look_at_agent(struct dlink *l, struct todo *t, uint64_t now)
 {
 	pthread_mutex_lock(&l->mu);
 	const char *why = NULL;
-	bool stalled = false;
+	bool stalled = false, alone = false;
 	if (!l->lost) {
 		read_policy(l, t);
 		why = agent_gone(l);
 		stalled = !why && dfall_look(l, now);
+		if (why)
+			dfall_lost(l, why, now);
 	}
+	alone = l->lost && !l->alone && now - l->lost_ns >= LINK_ALONE_NS;
 	pthread_mutex_unlock(&l->mu);
-	if (why) { /* every seat: no slot thread in the middle of one */
+	if (alone) { /* every seat: no slot thread in the middle of one */
 		pthread_rwlock_wrlock(&l->apply);
 		pthread_mutex_lock(&l->mu);
-		go_alone(l, why, t);
+		go_alone(l, t);
 		pthread_mutex_unlock(&l->mu);
 		apply_todo(l, t);
 		pthread_rwlock_unlock(&l->apply);
@@ -742,7 +745,7 @@ static bool try_rejoin(struct dlink *l)
 	l->nlive = in.nseats;
 	for (int j = 0; j < l->nlocal; j++)
 		l->seat[j] = (struct seat){ .st = SEAT_GIVING, .gen = 0, .slot = -1 };
-	l->lost = false;
+	l->lost = l->alone = false;
 	dfall_reset(l, now_ns());
 	l->rep.rejoins++;
 	l->rep.rejoin_ns = now_ns();

@@ -18,10 +18,11 @@
  * If the agent hangs (its beat stops for 1 s while a seat is asked for),
  * the member keeps the seats it holds where they were granted and waits for
  * the rest, obeying what the agent wrote, until the beat moves again
- * (member_fallback.c). If the agent dies (its socket closes), every seat
- * comes online on the domain's CPUs:
- * the VM runs on under the host scheduler, confined to those CPUs, and the
- * report says so from when. It never waits for a grant that cannot come.
+ * (member_fallback.c). If the agent dies (its socket closes), the member
+ * keeps the seats it held, on their slots' CPUs, under the host scheduler,
+ * and only if no new agent took it back within 5 s brings every seat
+ * online on the domain's CPUs: it never waits for good for a grant that
+ * cannot come. The report says so from when.
  * Every second it looks for a new agent of the domain's name and, when one
  * answers, joins it as a new member (nothing of the old books carries over:
  * fresh segments, vtime at the floor) and gives it its seats back.
@@ -60,6 +61,8 @@ struct dlink_report {
 	bool lost;            /* the agent went away (maybe taken back since: rejoins) */
 	uint64_t lost_ns;     /* when (CLOCK_MONOTONIC) */
 	char lost_why[96];
+	int lost_held;        /* seats online when it went: kept until a new agent or alone_ns */
+	uint64_t alone_ns;    /* every seat online from then (no new agent); 0: never */
 	uint64_t grants, revokes, reclaims;
 	uint64_t policy_changes;
 	uint64_t rejoins;     /* taken back by a new agent */

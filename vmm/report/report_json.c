@@ -117,6 +117,9 @@ static void json_domain(struct json_out *o, json_t *parent, const struct run *r)
 	if (d.lost) {
 		json_out_f64(o, domain, "agent_lost_at_s", d.lost_ns > r->start_ns ? (double)(d.lost_ns - r->start_ns) / 1e9 : 0.0);
 		json_out_str(o, domain, "agent_lost_why", d.lost_why);
+		json_out_i64(o, domain, "agent_lost_seats_held", d.lost_held);
+		if (d.alone_ns)
+			json_out_f64(o, domain, "agent_alone_at_s", d.alone_ns > r->start_ns ? (double)(d.alone_ns - r->start_ns) / 1e9 : 0.0);
 	}
 	json_out_u64(o, domain, "agent_stalls", d.stalls);
 	if (d.stalls) { /* the last one */
