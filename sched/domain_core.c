@@ -557,6 +557,15 @@ void dom_core_tick(struct dom_core *c, uint64_t now)
 	finish(c, now);
 }
 
+void dom_core_shift_deadlines(struct dom_core *c, uint64_t gap)
+{
+	for (int s = 0; s < c->nslots; s++) {
+		struct dom_slot *sl = &c->slot[s];
+		if (sl->m >= 0 && (sl->revoking || sl->probing))
+			sl->hard_at = sl->hard_at > UINT64_MAX - gap ? UINT64_MAX : sl->hard_at + gap;
+	}
+}
+
 int dom_core_alive(struct dom_core *c, int m, uint32_t seq, uint64_t now)
 {
 	if (m < 0 || m >= c->max_members || !c->mem[m].used || (int32_t)(seq - c->mem[m].probe_seq) > 0)

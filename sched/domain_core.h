@@ -196,6 +196,15 @@ int dom_core_alive_seat(struct dom_core *c, int m, int v, uint32_t seq, uint64_t
 void dom_core_defer(struct dom_core *c);
 void dom_core_commit(struct dom_core *c, uint64_t now);
 
+/* The agent itself was stopped (SIGSTOP, a frozen cgroup, a host that
+ * did not run it) for gap ns: every revoke's and probe's hard deadline
+ * moves out by gap. The members could answer while it was stopped (they
+ * write their words; it read nothing), so deadlines that passed in the
+ * stall say nothing about them, and a reclaim there would regrant a slot
+ * whose holder obeyed. Slice ends stay: long past, they end at the next
+ * tick with fresh deadlines. */
+void dom_core_shift_deadlines(struct dom_core *c, uint64_t gap);
+
 /* Queries. */
 struct dom_member_stats {
 	uint32_t weight;

@@ -455,8 +455,13 @@ def test_restarted_agent_takes_members_back():
         assert "socket" in dom.p.stdout.readline()
         st = _wait_members(dom, 2, procs, timeout=10)
         assert sorted(m["vm"] for m in st["members"]) == ["vm0", "vm1"], st
-        time.sleep(0.5)
+        # the new agent grants nothing for its first 1.5 s (the dead one's
+        # members may still run on its slots until they rejoin)
+        deadline = time.time() + 10
         st = dom.status()
+        while sum(m["slot_ns"] for m in st["members"]) == 0 and time.time() < deadline:
+            time.sleep(0.1)
+            st = dom.status()
         assert sum(m["slot_ns"] for m in st["members"]) > 0, st
         for i, p in enumerate(procs):
             rc, out, err = _finish(p)

@@ -198,6 +198,90 @@ static void test_stopped_member_behind_is_reclaimed(void)
 	dom_core_destroy(s.c);
 }
 
+/* The agent stopped (SIGSTOP) past a revoke's hard deadline: the
+ * holder's answer waits in a word it has not read. Shifted by the stall,
+ * the deadline gives the grace back from where the agent resumed, the
+ * answer read after the tick counts, and nobody is reclaimed; unshifted,
+ * the same tick reclaims the holder that obeyed. */
+static void stalled_agent_revoke(bool shift)
+{
+	struct sim s;
+	sim_init(&s, 1, 10 * MS, 5 * MS);
+	int a = sim_join(&s, 100, 1, true);
+	s.m[a].deaf = true; /* answered, but nobody read it */
+	s.now = 1 * MS;
+	int b = sim_join(&s, 100, 1, true);
+	s.now = 10 * MS;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(count_acts(&s, DOM_ACT_REVOKE, a), 1);
+	const uint64_t gap = 1 * SEC; /* stopped from 11 ms */
+	if (shift)
+		dom_core_shift_deadlines(s.c, gap);
+	CHECK(dom_core_check(s.c) == NULL);
+	CHECK_EQ(dom_core_next_deadline(s.c), shift ? 15 * MS + gap : 15 * MS);
+	s.now = 11 * MS + gap;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(count_acts(&s, DOM_ACT_RECLAIM, a), shift ? 0 : 1);
+	if (shift) { /* the word read now: the release counts */
+		s.m[a].deaf = false;
+		sim_release(&s, a, 0, DOM_REL_YIELD);
+		CHECK(s.m[b].v[0].running);
+		run_until(&s, 2 * SEC);
+		CHECK_EQ(s.c->mem[a].reclaims + s.c->mem[b].reclaims, 0);
+	}
+	CHECK(!s.broken);
+	dom_core_destroy(s.c);
+}
+
+/* The same for a probe: its deadline moves by the stall, the answer read
+ * after the tick clears it; a deadline still missed after the shift is
+ * reclaimed at its new time. */
+static void test_stalled_agent_shifts_deadlines(void)
+{
+	stalled_agent_revoke(true);
+	stalled_agent_revoke(false); /* the check can fail */
+	struct sim s;
+	int a, b;
+	behind_pair(&s, &a, &b);
+	run_until(&s, 200 * MS);
+	while (s.now < 2 * SEC && !(s.m[b].v[0].running && s.c->mem[a].nqueued &&
+				    s.c->mem[b].vtime < s.c->mem[a].vtime))
+		run_until(&s, s.now + 100 * US);
+	s.m[b].deaf = true; /* its answer, like the revoke's above, not read yet */
+	int slot = -1;
+	while (slot < 0 && s.now < 2 * SEC) {
+		run_until(&s, s.now + 100 * US);
+		for (int k = 0; k < 2; k++)
+			if (s.c->slot[k].m == b && s.c->slot[k].probing)
+				slot = k;
+	}
+	CHECK(slot >= 0);
+	if (slot < 0)
+		return;
+	uint64_t hard = s.c->slot[slot].hard_at, gap = 1 * SEC;
+	dom_core_shift_deadlines(s.c, gap);
+	CHECK_EQ(s.c->slot[slot].hard_at, hard + gap);
+	CHECK(dom_core_check(s.c) == NULL);
+	s.now = hard + gap - 1;
+	dom_core_tick(s.c, s.now);
+	drain(&s);
+	CHECK_EQ(s.c->mem[b].reclaims, 0);
+	CHECK_EQ(dom_core_alive_seat(s.c, b, 0, s.c->mem[b].probe_seq, s.now), 0);
+	s.m[b].deaf = false;
+	run_until(&s, s.now + 1 * SEC);
+	CHECK_EQ(s.c->mem[a].reclaims + s.c->mem[b].reclaims, 0);
+	s.m[b].deaf = true; /* now really stopped: reclaimed as ever */
+	uint64_t t0 = s.now;
+	while (s.m[b].v[0].running && s.now < t0 + 1 * SEC)
+		run_until(&s, s.now + 100 * US);
+	CHECK(!s.m[b].v[0].running);
+	CHECK_EQ(s.c->mem[b].reclaims, 1);
+	CHECK(!s.broken);
+	dom_core_destroy(s.c);
+}
+
 /* The same member answering its probes (the test above is its deaf twin)
  * keeps its slot and is never reclaimed. */
 static void test_live_member_behind_answers_probes(void)
@@ -688,6 +772,7 @@ int main(void)
 	RUN(test_overrun_member_granted_nothing);
 	RUN(test_stopped_member_behind_is_reclaimed);
 	RUN(test_live_member_behind_answers_probes);
+	RUN(test_stalled_agent_shifts_deadlines);
 	RUN(test_own_queue_never_revokes);
 	RUN(test_alive_checks_the_answer);
 	RUN(test_alive_seat_answers_its_own_slot);

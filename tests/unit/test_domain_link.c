@@ -21,6 +21,13 @@
  * (member_probe.c), so its slots are reclaimed within a slice and the
  * grace, where the link's own answers kept them for seconds.
  *
+ * Another stops the agent itself (SIGSTOP, 1.5 s) while members contend:
+ * each member keeps the seats it held and nothing more, and the agent,
+ * going on, moves the deadlines that fell in its stall out by it. The
+ * last kills it and starts a new one: the orphans keep the seats they
+ * held through the gap, and the new agent grants nothing until they are
+ * back.
+ *
  * Short agent slices and lock regions now and then longer than a lease's
  * margin make the agent's revokes meet the members' own lease-end yields,
  * and a hook (dlink_test_gap, test builds only) holds slot threads between
@@ -363,7 +370,7 @@ static void member_stop(struct member *m, struct dlink_report *rep)
 }
 
 /* The agent in a child process; its ready line read from a pipe. */
-static pid_t agent_start(const char *name, int nslots, const int *cpus, uint64_t grace_ns)
+static pid_t agent_start_slice(const char *name, int nslots, const int *cpus, uint64_t grace_ns, uint64_t slice_ns)
 {
 	int pfd[2];
 	if (pipe(pfd) < 0)
@@ -377,7 +384,7 @@ static pid_t agent_start(const char *name, int nslots, const int *cpus, uint64_t
 		if (null >= 0 && !getenv("TEST_DOMAIN_LINK_VERBOSE"))
 			dup2(null, 2);
 		setvbuf(stdout, NULL, _IONBF, 0);
-		struct dom_agent_opts o = { .name = name, .nslots = nslots, .slice_ns = 2000000,
+		struct dom_agent_opts o = { .name = name, .nslots = nslots, .slice_ns = slice_ns,
 					    .grace_ns = grace_ns, .gid = -1, .confine = DOM_CONFINE_SELF };
 		for (int i = 0; i < nslots; i++)
 			o.slot_cpu[i] = cpus[i];
@@ -402,6 +409,11 @@ static pid_t agent_start(const char *name, int nslots, const int *cpus, uint64_t
 		return -1;
 	}
 	return pid;
+}
+
+static pid_t agent_start(const char *name, int nslots, const int *cpus, uint64_t grace_ns)
+{
+	return agent_start_slice(name, nslots, cpus, grace_ns, 2000000);
 }
 
 static void agent_stop(pid_t pid)
@@ -596,6 +608,209 @@ static void test_hung_vcpus_lose_their_slots(void)
 	CHECK(atomic_load(&max_in_guest) <= bound);
 }
 
+/*
+ * Issue 31 item 4: the agent stalls (SIGSTOP for 1.5 s, past the 1 s a
+ * member waits for its beat) while four members contend, then goes on
+ * (SIGCONT). Each member that asks for a seat through the stall falls
+ * back to the seats it held, on the slots the agent granted them: the
+ * exact in-guest count stays within the 2 slots and each slot's CPU has at
+ * most one, during the stop and after. (Before, every asking member
+ * brought every seat online for good: 4 members x 2 seats on 2 CPUs.) When
+ * the agent goes on it moves the deadlines that fell in its stall out by
+ * it, so no member that obeyed is reclaimed; the members leave the stall
+ * at its next beat and grants go on.
+ *
+ * One member, H, is frozen with the agent (a host paused whole: a laptop's
+ * suspend, the host VM's migration): its vCPU threads stop out of guest
+ * mode, seats held, just before the agent stops, and go on 50 ms after it,
+ * so the revoke or probe the agent sent H is answered only after the
+ * agent's resumed. The hard deadline fell in the stall; unshifted, the
+ * agent's first tick reclaimed H's seat from a member that answered 50 ms
+ * into the agent's own run.
+ */
+static void test_agent_stall_keeps_the_bound(void)
+{
+	int cpus[2];
+	char name[32];
+	if (!round_start(cpus, name, sizeof(name)))
+		return;
+	/* short enough that a reclaim at a deadline that fell in the stall
+	 * would come at once; honest answers come well inside it */
+	const uint64_t grace_ns = 250000000ull;
+	pid_t agent = agent_start(name, 2, cpus, grace_ns);
+	CHECK(agent > 0);
+	if (agent <= 0)
+		return;
+	enum { NM = 4 };
+	static struct member m[NM];
+	for (int k = 0; k < NM; k++)
+		CHECK_EQ(member_start(&m[k], name, 2, "pv", k, 100), 0);
+	sleep_ms(300);
+	struct member *h = &m[0];
+	hang_set(&h->hang, true);
+	for (int t = 0; t < 2000 && !hang_count(&h->hang); t += 2)
+		sleep_ms(2);
+	int h_hung = hang_count(&h->hang);
+	sleep_ms(20); /* some slices: the agent revokes or probes H's seat */
+	uint64_t grants0 = 0;
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		dlink_get_report(m[k].l, &r);
+		grants0 += r.grants;
+	}
+	CHECK_EQ(kill(agent, SIGSTOP), 0);
+	sleep_ms(1500);
+	int stalled = 0, held_then = 0;
+	long at_cont[NM];
+	uint64_t grants_cont[NM];
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		dlink_get_report(m[k].l, &r);
+		stalled += r.stalls > 0;
+		held_then += r.stalls ? r.stall_held : 0;
+		at_cont[k] = entries_now(&m[k]);
+		grants_cont[k] = r.grants;
+	}
+	int max_stopped = atomic_load(&max_in_guest);
+	CHECK_EQ(kill(agent, SIGCONT), 0);
+	sleep_ms(50);
+	hang_set(&h->hang, false);
+	sleep_ms(600); /* the members hear the beat, grants go on */
+	uint64_t grants1 = 0, reclaims = 0;
+	int back = 0, ran_after = 0, granted_after = 0;
+	struct dlink_report rep[NM];
+	for (int k = 0; k < NM; k++) {
+		long e = entries_now(&m[k]);
+		dlink_get_report(m[k].l, &rep[k]);
+		grants1 += rep[k].grants;
+		reclaims += rep[k].reclaims;
+		back += rep[k].stalls && rep[k].stall_end_ns;
+		ran_after += e > at_cont[k];
+		granted_after += k > 0 && rep[k].grants > grants_cont[k];
+		CHECK(rep[k].stall_most <= rep[k].stall_held); /* never more than it held */
+		CHECK(!rep[k].lost);
+	}
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		member_stop(&m[k], &r);
+		CHECK(!r.lost);
+	}
+	agent_stop(agent);
+	printf("  agent stopped 1.5 s with %d members x 2 vCPUs on 2 slots, one frozen with it (%d vCPUs): %d fell back (holding %d seats in all), "
+	       "most in guest mode at once during the stop %d; after SIGCONT %d left the stall, %d ran, %d of the %d others granted again, grants %llu -> %llu, "
+	       "%llu reclaims; most in guest mode at once %d, on one slot's CPU at once over 1: %d times\n",
+	       NM, h_hung, stalled, held_then, max_stopped, back, ran_after, granted_after, NM - 1, (unsigned long long)grants0,
+	       (unsigned long long)grants1, (unsigned long long)reclaims, atomic_load(&max_in_guest),
+	       atomic_load(&cpu_over));
+	CHECK(h_hung > 0);
+	CHECK(stalled > 0);       /* some member asked through the stall */
+	CHECK(held_then <= bound); /* their seats, all together, fit the slots */
+	CHECK_EQ(back, stalled);   /* and every one left it */
+	CHECK(grants1 > grants0 + NM);
+	/* every member but H back to its grants; H, charged for the slot it
+	 * held through the stall, waits until the others caught up */
+	CHECK_EQ(granted_after, NM - 1);
+	CHECK_EQ(reclaims, 0);     /* nobody reclaimed for the agent's own stall */
+	CHECK_EQ(atomic_load(&cpu_unknown), 0);
+	CHECK_EQ(atomic_load(&cpu_over), 0);
+	CHECK_EQ(atomic_load(&over_bound), 0);
+	CHECK(atomic_load(&max_in_guest) <= bound);
+}
+
+/*
+ * The agent killed (SIGKILL) while four members contend, and a new one
+ * started 0.5 s later. Each orphan keeps the seats it held on the dead
+ * agent's slots (disjoint: its books said so) and nothing more; the new
+ * agent, finding its predecessor's pid file, grants nothing for 1.5 s
+ * (its quiet start), by when every orphan has rejoined (they look every
+ * second) and taken its seats offline. Under contention the members give
+ * their seats back at their leases' ends before they see the agent gone,
+ * so here the vCPUs holding seats are held out of guest mode (hung) over
+ * the kill, and go on once their members are orphans: each orphan runs
+ * on the seats it held, on the slot's CPU the dead agent granted, through
+ * the gap and until it rejoins. The exact count holds throughout:
+ * before, each orphan brought every seat online (7-8 in guest mode on 2
+ * slots) and the first to rejoin was granted slots the others still ran on.
+ */
+static void test_agent_restart_keeps_the_bound(void)
+{
+	int cpus[2];
+	char name[32];
+	if (!round_start(cpus, name, sizeof(name)))
+		return;
+	/* slices of 1 s: the seats held at the kill are not being revoked */
+	const uint64_t grace_ns = 250000000ull, slice_ns = 1000000000ull;
+	pid_t agent = agent_start_slice(name, 2, cpus, grace_ns, slice_ns);
+	CHECK(agent > 0);
+	if (agent <= 0)
+		return;
+	enum { NM = 4 };
+	static struct member m[NM];
+	for (int k = 0; k < NM; k++)
+		CHECK_EQ(member_start(&m[k], name, 2, "pv", k, 100), 0);
+	sleep_ms(300);
+	for (int k = 0; k < NM; k++)
+		hang_set(&m[k].hang, true);
+	sleep_ms(50); /* the seats' holders stop, seats held */
+	CHECK_EQ(kill(agent, SIGKILL), 0);
+	waitpid(agent, NULL, 0);
+	sleep_ms(250); /* every member sees its socket closed */
+	long gap_entries = 0;
+	for (int k = 0; k < NM; k++) {
+		gap_entries -= entries_now(&m[k]);
+		hang_set(&m[k].hang, false);
+	}
+	sleep_ms(250); /* the orphans run on the seats they held */
+	for (int k = 0; k < NM; k++)
+		gap_entries += entries_now(&m[k]);
+	int lost = 0, held = 0;
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		dlink_get_report(m[k].l, &r);
+		lost += r.lost;
+		held += r.lost_held;
+	}
+	int gap_max = atomic_load(&max_in_guest);
+	agent = agent_start_slice(name, 2, cpus, grace_ns, slice_ns);
+	CHECK(agent > 0);
+	sleep_ms(1000); /* every orphan rejoined, nothing granted yet */
+	uint64_t grants_quiet[NM];
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		dlink_get_report(m[k].l, &r);
+		grants_quiet[k] = r.grants;
+	}
+	sleep_ms(1500);
+	int rejoined = 0, granted = 0, alone = 0;
+	uint64_t reclaims = 0;
+	for (int k = 0; k < NM; k++) {
+		struct dlink_report r;
+		dlink_get_report(m[k].l, &r);
+		rejoined += r.rejoins == 1;
+		granted += r.grants > grants_quiet[k];
+		alone += r.alone_ns != 0;
+		reclaims += r.reclaims;
+		member_stop(&m[k], &r);
+	}
+	if (agent > 0)
+		agent_stop(agent);
+	printf("  agent killed with %d members x 2 vCPUs on 2 slots: %d lost it, holding %d seats in all; %ld entries "
+	       "in the gap, most in guest mode at once by then %d; a new agent 0.5 s later: %d rejoined, %d granted after its quiet start, %d went "
+	       "alone, %llu reclaims; most in guest mode at once %d, on one slot's CPU at once over 1: %d times\n",
+	       NM, lost, held, gap_entries, gap_max, rejoined, granted, alone, (unsigned long long)reclaims,
+	       atomic_load(&max_in_guest), atomic_load(&cpu_over));
+	CHECK_EQ(lost, NM);
+	CHECK(held <= bound);
+	CHECK_EQ(rejoined, NM);
+	CHECK(granted >= bound); /* both slots granted again after the quiet start */
+	CHECK_EQ(alone, 0);
+	CHECK_EQ(reclaims, 0);
+	CHECK_EQ(atomic_load(&cpu_unknown), 0);
+	CHECK_EQ(atomic_load(&cpu_over), 0);
+	CHECK_EQ(atomic_load(&over_bound), 0);
+	CHECK(atomic_load(&max_in_guest) <= bound);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_domain_link.XXXXXX";
@@ -608,6 +823,8 @@ int main(void)
 	dlink_test_gap = slot_gap;
 	RUN(test_members_never_exceed_the_slots);
 	RUN(test_hung_vcpus_lose_their_slots);
+	RUN(test_agent_stall_keeps_the_bound);
+	RUN(test_agent_restart_keeps_the_bound);
 	char cmd[64];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd)) {

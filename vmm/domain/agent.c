@@ -25,6 +25,15 @@
 #include "vmm/domain/paths.h"
 
 #define AGENT_BEAT_NS (100 * 1000000ull) /* members watch `beat` (DOMAIN.md) */
+/* A timer this late means the agent was not running (stopped): a busy
+ * host delays a wake-up by milliseconds, not two beats. */
+#define AGENT_STALL_NS (2 * AGENT_BEAT_NS)
+/* After an agent that died: its members keep the seats they held on its
+ * slots until they rejoin, and they look for a new agent every second
+ * (LINK_REJOIN_NS), taking every seat offline as they rejoin. So nothing
+ * is granted for a second and a half: by then each live one is back and
+ * holds nothing (sched/DOMAIN.md, "Agent restart"). */
+#define AGENT_QUIET_NS (1500 * 1000000ull)
 #define AGENT_RING 512
 
 uint64_t agent_now(void)
@@ -292,6 +301,8 @@ static void arm_timer(struct agent *a)
 		at = now + AGENT_BEAT_NS;
 	if (a->guard_next < at)
 		at = a->guard_next > now ? a->guard_next : now;
+	if (a->quiet_until && a->quiet_until < at)
+		at = a->quiet_until;
 	/* A timer armed no later stays: re-arming at every pass moved the beat
 	 * ahead of itself (now + beat is later at each pass) and the update's
 	 * own completion woke the loop for the next pass, so an agent whose
@@ -342,6 +353,11 @@ static int claim(struct agent *a, char *why, size_t len)
 		return -EEXIST;
 	}
 	unlinkat(a->dirfd, "ctl.sock", 0); /* a dead agent's */
+	if (pid > 0) { /* it died: its members may still run on its slots */
+		a->quiet_until = agent_now() + AGENT_QUIET_NS;
+		fprintf(a->log, "vmm: domain %s: the last agent (pid %ld) died; nothing granted for %.1f s while its members "
+				"come back\n", a->o->name, pid, (double)AGENT_QUIET_NS / 1e9);
+	}
 	return 0;
 }
 
@@ -512,7 +528,8 @@ static void dispatch(struct agent *a, uint64_t tag, int res)
 			}
 			struct agent_member *am = &a->mem[idx];
 			uint64_t rings = res == (int)sizeof(am->bell_buf) ? am->bell_buf : 0;
-			int changed = agent_doorbell(a, idx);
+			/* quiet: read at its end (agent_quiet_end) */
+			int changed = a->quiet_until ? 0 : agent_doorbell(a, idx);
 			const char *over = agent_guard_bell(a, idx, rings, (uint64_t)changed, agent_now());
 			if (over) {
 				eject(a, idx, over);
@@ -529,6 +546,11 @@ static void dispatch(struct agent *a, uint64_t tag, int res)
 	case AEV_TIMER:
 		if (res == -ETIME) {
 			a->timer_armed = false;
+			uint64_t now = agent_now();
+			if (now > a->timer_at && now - a->timer_at > AGENT_STALL_NS)
+				agent_stalled(a, now - a->timer_at);
+			if (a->quiet_until && now >= a->quiet_until)
+				agent_quiet_end(a);
 			agent_tick(a);
 			guard_tick(a);
 		}
@@ -577,8 +599,9 @@ int dom_agent_run(const struct dom_agent_opts *o, char *why, size_t len)
 		io_uring_cq_advance(&a.ring, n);
 		rc = 0;
 	}
-	fprintf(stderr, "vmm: domain %s: stopping (%llu joins, %llu leaves, %llu refused)\n", o->name,
-		(unsigned long long)a.joins, (unsigned long long)a.leaves, (unsigned long long)a.refused);
+	fprintf(stderr, "vmm: domain %s: stopping (%llu joins, %llu leaves, %llu refused, %llu stalls)\n", o->name,
+		(unsigned long long)a.joins, (unsigned long long)a.leaves, (unsigned long long)a.refused,
+		(unsigned long long)a.stalls);
 	agent_fini(&a);
 	return rc;
 }

@@ -73,6 +73,9 @@ struct agent {
 	bool waiting;                /* what the members were last told: someone waits for a slot */
 	int nmembers;
 	uint64_t joins, leaves, refused;
+	uint64_t stalls;             /* times its own timer fired over AGENT_STALL_NS late */
+	uint64_t quiet_until;        /* a dead agent's members may still run on its slots: no
+					doorbell is read (nothing granted) before; 0: none */
 	uid_t owner;                 /* the agent's user: it and root may change members */
 	int uid_conns;               /* connections per other uid */
 	uint64_t guard_next;         /* the earliest unjoined connection's deadline */
@@ -99,6 +102,11 @@ int agent_doorbell(struct agent *a, int m);
 void agent_apply(struct agent *a);  /* executes and clears the core's actions */
 void agent_mark_dirty(struct agent *a, int m);
 void agent_tick(struct agent *a);
+/* The agent's own timer fired late ns late (it was stopped): read every
+ * member's words, then move the hard deadlines out by it. */
+void agent_stalled(struct agent *a, uint64_t late);
+/* The quiet start is over: every member's words read (its first grants). */
+void agent_quiet_end(struct agent *a);
 
 /* agent_status.c */
 void agent_status(struct agent *a, int c, uint32_t flags);

@@ -344,6 +344,40 @@ static void read_probe_acks(struct agent *a, uint64_t now)
 	}
 }
 
+/*
+ * The agent itself did not run for `late` ns (SIGSTOP, a frozen cgroup, an
+ * overloaded host): its timer fired that late. The members went on
+ * meanwhile: they gave revoked slots back and their vCPUs answered probes,
+ * writing words nobody read. The revokes' and probes' hard deadlines fell
+ * in the stall and say nothing about them, and a reclaim now would regrant
+ * a slot to a second member while the first, if it had not yet answered,
+ * may still be in guest mode on it. So every member's words are read
+ * first (their doorbells' completions may come after this tick), and the
+ * deadlines move out by the stall: each holder gets its grace again.
+ */
+static void read_all(struct agent *a)
+{
+	for (int m = 0; m < a->max_members && !a->quiet_until; m++)
+		if (a->mem[m].conn >= 0 && a->mem[m].shm.req)
+			agent_doorbell(a, m);
+}
+
+void agent_stalled(struct agent *a, uint64_t late)
+{
+	read_all(a);
+	dom_core_shift_deadlines(a->core, late);
+	a->stalls++;
+	fprintf(a->log, "vmm: domain %s: the agent did not run for %.3f s; revoke and probe deadlines moved out by it\n",
+		a->o->name, (double)late / 1e9);
+}
+
+void agent_quiet_end(struct agent *a)
+{
+	a->quiet_until = 0;
+	read_all(a);
+	fprintf(a->log, "vmm: domain %s: quiet start over, %d members back\n", a->o->name, a->nmembers);
+}
+
 void agent_tick(struct agent *a)
 {
 	uint64_t now = agent_now();

@@ -1,7 +1,8 @@
 /*
  * The member's link, shared by member_link.c (join, seats, slot threads,
- * the link thread, rejoin) and member_probe.c (the answers to the
- * agent's liveness probes, given by the vCPUs). Seat states: see
+ * the link thread, rejoin), member_probe.c (the answers to the agent's
+ * liveness probes, given by the vCPUs) and member_fallback.c (a stalled
+ * agent: the seats held and nothing more). Seat states: see
  * member_link.c's head.
  */
 #ifndef VMM_DOMAIN_MEMBER_INT_H
@@ -18,8 +19,9 @@
 #include "vmm/domain/shm.h"
 
 #define LINK_WAKE_NS (100 * 1000000ull)  /* how often the link looks at the agent unasked */
-#define LINK_HUNG_NS (1000 * 1000000ull) /* no beat for this long while asking: agent hung */
+#define LINK_HUNG_NS (1000 * 1000000ull) /* no beat for this long while asking: agent stalled */
 #define LINK_REJOIN_NS (1000 * 1000000ull) /* how often an orphan looks for a new agent */
+#define LINK_ALONE_NS (5000 * 1000000ull) /* an orphan no new agent took back: every seat online */
 
 enum seat_state { SEAT_FREE, SEAT_ASKED, SEAT_HELD, SEAT_GIVING };
 
@@ -70,6 +72,12 @@ struct dlink {
 	struct seat *seat;
 	int want;            /* the co-scheduler's demand */
 	bool lost;
+	bool alone;          /* lost, and every seat online (go_alone) */
+	/* The agent's beat as the link last saw it move (member_fallback.c);
+	 * stalled: it stopped for LINK_HUNG_NS while a seat was asked for. */
+	uint32_t beat;
+	uint64_t beat_at;
+	bool stalled;
 	uint64_t lost_ns;
 	char lost_why[96];
 	uint32_t policy_seen, weight_seen;
@@ -83,6 +91,17 @@ struct dlink {
 	_Atomic uint32_t local; /* bumped (and woken) to make the link thread look */
 	atomic_bool stopping;
 };
+
+/* member_fallback.c (all three with mu held) */
+/* The agent's beat read from now on (a join or a rejoin): no stall. */
+void dfall_reset(struct dlink *l, uint64_t now);
+/* The link thread's look at the beat: true while the agent is stalled
+ * (entered or left here, and said so on stderr and in the report); then
+ * the member keeps the seats it holds, idle or not, and nothing more. */
+bool dfall_look(struct dlink *l, uint64_t now);
+/* The agent ended (its socket closed): lost from now, keeping the seats
+ * held, and said so on stderr and in the report. */
+void dfall_lost(struct dlink *l, const char *why, uint64_t now);
 
 /* member_probe.c */
 /* sched_set_point_cb's callback: a vCPU passed a scheduling point on seat j. */

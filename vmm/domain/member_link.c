@@ -222,30 +222,24 @@ static void read_policy(struct dlink *l, struct todo *t)
 	t->policy_gen = g;
 }
 
-/* The agent closed its socket (ended), said something, or stopped beating. */
-static const char *agent_gone(struct dlink *l, uint32_t *beat, uint64_t *beat_at, uint64_t now)
+/* The agent closed its socket (ended) or said something. (One that stops
+ * beating is stalled, not gone: member_fallback.c.) */
+static const char *agent_gone(struct dlink *l)
 {
 	struct pollfd p = { .fd = l->sock, .events = POLLIN | POLLRDHUP };
 	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLIN)))
 		return "the agent ended (its socket closed)";
-	uint32_t b = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
-	if (b != *beat) {
-		*beat = b;
-		*beat_at = now;
-		return NULL;
-	}
-	bool asking = false;
-	for (int j = 0; j < l->nlive; j++)
-		asking |= l->seat[j].st == SEAT_ASKED;
-	return asking && now - *beat_at > LINK_HUNG_NS ? "the agent stopped answering (no beat for 1 s)" : NULL;
+	return NULL;
 }
 
-/* Every seat comes online on the domain's CPUs, for good. */
-static void go_alone(struct dlink *l, const char *why, struct todo *t)
+/* No new agent took the VM back within LINK_ALONE_NS of the old one's
+ * end: every seat comes online on the domain's CPUs, for good (until a new
+ * agent does). Nothing waits for a grant that cannot come, and nothing
+ * bounds the domain any more. */
+static void go_alone(struct dlink *l, struct todo *t)
 {
-	l->lost = true;
-	l->lost_ns = now_ns();
-	snprintf(l->lost_why, sizeof(l->lost_why), "%s", why);
+	l->alone = true;
+	l->rep.alone_ns = now_ns();
 	for (int j = 0; j < l->nlocal; j++) {
 		struct seat *st = &l->seat[j];
 		if (st->st == SEAT_HELD)
@@ -255,8 +249,8 @@ static void go_alone(struct dlink *l, const char *why, struct todo *t)
 		t->ncpu[t->non] = l->info.slot_cpu[j % l->info.nslots];
 		t->online[t->non++] = j;
 	}
-	fprintf(stderr, "vmm: domain %s: agent lost: %s; this VM runs on under the host scheduler, on the domain's CPUs\n",
-		l->domain, why);
+	fprintf(stderr, "vmm: domain %s: no new agent: every seat of this VM runs on under the host scheduler, on the "
+			"domain's CPUs\n", l->domain);
 }
 
 static void publish_states(struct dlink *l)
@@ -383,6 +377,90 @@ static void refresh_leases(struct dlink *l)
 	pthread_rwlock_unlock(&l->apply);
 }
 
+/* The link thread's look at the agent: a live policy change into t; gone
+ * (its socket closed): the seats held and nothing more, then every seat
+ * online, alone, if no new agent came; true while it is stalled
+ * (member_fallback.c). */
+static bool look_at_agent(struct dlink *l, struct todo *t, uint64_t now)
+{
+	pthread_mutex_lock(&l->mu);
+	const char *why = NULL;
+	bool stalled = false, alone = false;
+	if (!l->lost) {
+		read_policy(l, t);
+		why = agent_gone(l);
+		stalled = !why && dfall_look(l, now);
+		if (why)
+			dfall_lost(l, why, now);
+	}
+	alone = l->lost && !l->alone && now - l->lost_ns >= LINK_ALONE_NS;
+	pthread_mutex_unlock(&l->mu);
+	if (alone) { /* every seat: no slot thread in the middle of one */
+		pthread_rwlock_wrlock(&l->apply);
+		pthread_mutex_lock(&l->mu);
+		go_alone(l, t);
+		pthread_mutex_unlock(&l->mu);
+		apply_todo(l, t);
+		pthread_rwlock_unlock(&l->apply);
+	}
+	return stalled;
+}
+
+/* What the link last told the co-scheduler. */
+struct link_mode {
+	bool keeping, leasing;
+	uint64_t floor_set;
+};
+
+/* keep: idle seats kept, no leases, no slice floor (nobody else waits, or
+ * nobody could regrant them); else leases and the floor. */
+static void set_mode(struct dlink *l, struct link_mode *md, bool keep)
+{
+	if (keep != md->keeping) {
+		sched_slots_keep(l->s, keep);
+		md->keeping = keep;
+	}
+	if (!keep)
+		refresh_leases(l);
+	if (!keep != md->leasing) {
+		sched_set_lease(l->s, !keep);
+		md->leasing = !keep;
+	}
+	/* While others wait, the domain's revoke ends a seat's slice (one
+	 * switch); a rotation of this VM's own just before it would be a
+	 * second. Past slice + grace the revoke is late: rotate anyway. */
+	uint64_t floor = keep || !l->slice_floor ? 0 : l->info.slice_ns + l->info.grace_ns;
+	if (floor != md->floor_set) {
+		sched_set_slice_floor(l->s, floor);
+		md->floor_set = floor;
+	}
+}
+
+/* A live policy change (read into t) applied and acknowledged; a weight
+ * change told. */
+static void apply_settings(struct dlink *l, struct dom_grant_live *live, const struct todo *t)
+{
+	if (t->policy[0]) {
+		int rc = sched_policy_find(t->policy) ? sched_set_policy(l->s, t->policy) : -EINVAL;
+		struct dom_req_hdr *rh = dom_shm_req_hdr(&l->shm);
+		__atomic_store_n(&rh->policy_at_ns, now_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&rh->policy_ack, t->policy_gen, __ATOMIC_RELEASE);
+		if (!rc) {
+			pthread_mutex_lock(&l->mu);
+			l->rep.policy_changes++;
+			pthread_mutex_unlock(&l->mu);
+			if (l->hooks.on_policy)
+				l->hooks.on_policy(l->hooks.ctx, t->policy);
+		}
+	}
+	uint32_t w = __atomic_load_n(&live->weight, __ATOMIC_ACQUIRE);
+	if (w != l->weight_seen) {
+		l->weight_seen = w;
+		if (l->hooks.on_weight)
+			l->hooks.on_weight(l->hooks.ctx, w);
+	}
+}
+
 static void *link_main(void *arg)
 {
 	struct dlink *l = arg;
@@ -391,10 +469,11 @@ static void *link_main(void *arg)
 	sem_post(&l->started);
 	if (rc)
 		return NULL;
-	uint32_t beat = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
-	uint64_t beat_at = now_ns(), published = 0, tried = 0;
-	bool keeping = false, leasing = false;
-	uint64_t floor_set = 0;
+	pthread_mutex_lock(&l->mu);
+	dfall_reset(l, now_ns());
+	pthread_mutex_unlock(&l->mu);
+	uint64_t published = 0, tried = 0;
+	struct link_mode md = { false, false, 0 };
 	while (!atomic_load(&l->stopping)) {
 		/* a new agent replaces the segments: this iteration's */
 		struct dom_grant_live *live = dom_shm_live(&l->shm);
@@ -409,63 +488,15 @@ static void *link_main(void *arg)
 		t.policy[0] = '\0';
 		t.give_back = false;
 		uint64_t now = now_ns();
+		bool stalled = look_at_agent(l, &t, now);
 		pthread_mutex_lock(&l->mu);
-		const char *why = NULL;
-		if (!l->lost) {
-			read_policy(l, &t);
-			why = agent_gone(l, &beat, &beat_at, now);
-		}
+		/* idle seats are kept while nobody else waits, while the agent
+		 * is stalled, and for good once it is gone (nobody to give them
+		 * to, or nobody to regrant them) */
+		bool keep = l->lost || stalled || !__atomic_load_n(&live->waiting, __ATOMIC_ACQUIRE);
 		pthread_mutex_unlock(&l->mu);
-		if (why) { /* every seat: no slot thread in the middle of one */
-			pthread_rwlock_wrlock(&l->apply);
-			pthread_mutex_lock(&l->mu);
-			go_alone(l, why, &t);
-			pthread_mutex_unlock(&l->mu);
-			apply_todo(l, &t);
-			pthread_rwlock_unlock(&l->apply);
-		}
-		pthread_mutex_lock(&l->mu);
-		/* idle seats are kept while nobody else waits, and for good once
-		 * the agent is gone (nobody to give them to) */
-		bool keep = l->lost || !__atomic_load_n(&live->waiting, __ATOMIC_ACQUIRE);
-		pthread_mutex_unlock(&l->mu);
-		if (keep != keeping) {
-			sched_slots_keep(l->s, keep);
-			keeping = keep;
-		}
-		if (!keep)
-			refresh_leases(l);
-		if (!keep != leasing) {
-			sched_set_lease(l->s, !keep);
-			leasing = !keep;
-		}
-		/* While others wait, the domain's revoke ends a seat's slice (one
-		 * switch); a rotation of this VM's own just before it would be a
-		 * second. Past slice + grace the revoke is late: rotate anyway. */
-		uint64_t floor = keep || !l->slice_floor ? 0 : l->info.slice_ns + l->info.grace_ns;
-		if (floor != floor_set) {
-			sched_set_slice_floor(l->s, floor);
-			floor_set = floor;
-		}
-		if (t.policy[0]) {
-			int rc = sched_policy_find(t.policy) ? sched_set_policy(l->s, t.policy) : -EINVAL;
-			struct dom_req_hdr *rh = dom_shm_req_hdr(&l->shm);
-			__atomic_store_n(&rh->policy_at_ns, now_ns(), __ATOMIC_RELAXED);
-			__atomic_store_n(&rh->policy_ack, t.policy_gen, __ATOMIC_RELEASE);
-			if (!rc) {
-				pthread_mutex_lock(&l->mu);
-				l->rep.policy_changes++;
-				pthread_mutex_unlock(&l->mu);
-				if (l->hooks.on_policy)
-					l->hooks.on_policy(l->hooks.ctx, t.policy);
-			}
-		}
-		uint32_t w = __atomic_load_n(&live->weight, __ATOMIC_ACQUIRE);
-		if (w != l->weight_seen) {
-			l->weight_seen = w;
-			if (l->hooks.on_weight)
-				l->hooks.on_weight(l->hooks.ctx, w);
-		}
+		set_mode(l, &md, keep);
+		apply_settings(l, live, &t);
 		if (now - published >= LINK_WAKE_NS) {
 			publish_states(l);
 			published = now;
@@ -473,9 +504,7 @@ static void *link_main(void *arg)
 		if (l->lost && now - tried >= LINK_REJOIN_NS) {
 			tried = now;
 			if (try_rejoin(l)) {
-				keeping = false;
-				beat = __atomic_load_n(&dom_shm_live(&l->shm)->beat, __ATOMIC_ACQUIRE);
-				beat_at = now_ns();
+				md.keeping = false;
 				continue;
 			}
 		}
@@ -716,7 +745,8 @@ static bool try_rejoin(struct dlink *l)
 	l->nlive = in.nseats;
 	for (int j = 0; j < l->nlocal; j++)
 		l->seat[j] = (struct seat){ .st = SEAT_GIVING, .gen = 0, .slot = -1 };
-	l->lost = false;
+	l->lost = l->alone = false;
+	dfall_reset(l, now_ns());
 	l->rep.rejoins++;
 	l->rep.rejoin_ns = now_ns();
 	l->policy_seen = __atomic_load_n(&dom_shm_live(&l->shm)->policy_gen, __ATOMIC_ACQUIRE);

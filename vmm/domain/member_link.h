@@ -15,10 +15,14 @@
  * and looks at the grant words too, at least every 100 ms. The co-scheduler's slot callback, on whatever thread runs the
  * scheduler, asks for seats and gives them back (req words, doorbell).
  *
- * If the agent dies or hangs (its socket closes; or its beat stops for 1 s
- * while a seat is asked for), every seat comes online on the domain's CPUs:
- * the VM runs on under the host scheduler, confined to those CPUs, and the
- * report says so from when. It never waits for a grant that cannot come.
+ * If the agent hangs (its beat stops for 1 s while a seat is asked for),
+ * the member keeps the seats it holds where they were granted and waits for
+ * the rest, obeying what the agent wrote, until the beat moves again
+ * (member_fallback.c). If the agent dies (its socket closes), the member
+ * keeps the seats it held, on their slots' CPUs, under the host scheduler,
+ * and only if no new agent took it back within 5 s brings every seat
+ * online on the domain's CPUs: it never waits for good for a grant that
+ * cannot come. The report says so from when.
  * Every second it looks for a new agent of the domain's name and, when one
  * answers, joins it as a new member (nothing of the old books carries over:
  * fresh segments, vtime at the floor) and gives it its seats back.
@@ -57,11 +61,20 @@ struct dlink_report {
 	bool lost;            /* the agent went away (maybe taken back since: rejoins) */
 	uint64_t lost_ns;     /* when (CLOCK_MONOTONIC) */
 	char lost_why[96];
+	int lost_held;        /* seats online when it went: kept until a new agent or alone_ns */
+	uint64_t alone_ns;    /* every seat online from then (no new agent); 0: never */
 	uint64_t grants, revokes, reclaims;
 	uint64_t policy_changes;
 	uint64_t rejoins;     /* taken back by a new agent */
 	uint64_t rejoin_ns;   /* the last time */
 	uint64_t probes;      /* liveness probes answered, a seat each, by its vCPU */
+	/* Agent stalls: its beat stopped for 1 s while a seat was asked for;
+	 * the member kept the seats it held and nothing more (member_fallback.c). */
+	uint64_t stalls;
+	uint64_t stall_ns;     /* the last one's start (CLOCK_MONOTONIC) */
+	uint64_t stall_end_ns; /* when its beat moved again; 0: not yet */
+	int stall_held;        /* seats online when it started */
+	int stall_most;        /* most seats online during it: never above stall_held */
 };
 
 /* Connects and joins; -ENOENT: no such domain, -EACCES: not allowed in;

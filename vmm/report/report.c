@@ -174,8 +174,20 @@ static void print_domain(FILE *out, const struct run *r)
 		size_t o = 0;
 		for (int s = 0; s < r->dom.nslots && o < sizeof(cpus) - 8; s++)
 			o += (size_t)snprintf(cpus + o, sizeof(cpus) - o, "%s%d", s ? "," : "", r->dom.slot_cpu[s]);
-		fprintf(out, "domain     agent lost at %.3f s (%s): host scheduler on CPUs %s since\n",
-			since_start(r, d.lost_ns), d.lost_why, cpus);
+		fprintf(out, "domain     agent lost at %.3f s (%s): kept the %d seat%s it held, host scheduler on CPUs %s since",
+			since_start(r, d.lost_ns), d.lost_why, d.lost_held, d.lost_held == 1 ? "" : "s", cpus);
+		if (d.alone_ns)
+			fprintf(out, "; every seat from %.3f s (no new agent)", since_start(r, d.alone_ns));
+		fprintf(out, "\n");
+	}
+	if (d.stalls) {
+		fprintf(out, "domain     agent stalled at %.3f s (%llu time%s): kept the %d seat%s it held (at most %d online) ",
+			since_start(r, d.stall_ns), (unsigned long long)d.stalls, d.stalls == 1 ? "" : "s", d.stall_held,
+			d.stall_held == 1 ? "" : "s", d.stall_most);
+		if (d.stall_end_ns)
+			fprintf(out, "until %.3f s\n", since_start(r, d.stall_end_ns));
+		else
+			fprintf(out, "to the end\n");
 	}
 	if (d.rejoins)
 		fprintf(out, "domain     taken back by a new agent at %.3f s (%llu time%s)\n", since_start(r, d.rejoin_ns),

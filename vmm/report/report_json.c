@@ -117,6 +117,17 @@ static void json_domain(struct json_out *o, json_t *parent, const struct run *r)
 	if (d.lost) {
 		json_out_f64(o, domain, "agent_lost_at_s", d.lost_ns > r->start_ns ? (double)(d.lost_ns - r->start_ns) / 1e9 : 0.0);
 		json_out_str(o, domain, "agent_lost_why", d.lost_why);
+		json_out_i64(o, domain, "agent_lost_seats_held", d.lost_held);
+		if (d.alone_ns)
+			json_out_f64(o, domain, "agent_alone_at_s", d.alone_ns > r->start_ns ? (double)(d.alone_ns - r->start_ns) / 1e9 : 0.0);
+	}
+	json_out_u64(o, domain, "agent_stalls", d.stalls);
+	if (d.stalls) { /* the last one */
+		json_out_f64(o, domain, "agent_stalled_at_s", d.stall_ns > r->start_ns ? (double)(d.stall_ns - r->start_ns) / 1e9 : 0.0);
+		if (d.stall_end_ns)
+			json_out_f64(o, domain, "agent_stall_s", (double)(d.stall_end_ns - d.stall_ns) / 1e9);
+		json_out_i64(o, domain, "stall_seats_held", d.stall_held);
+		json_out_i64(o, domain, "stall_seats_most", d.stall_most);
 	}
 	json_out_u64(o, domain, "rejoins", d.rejoins);
 	if (d.rejoins)
