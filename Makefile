@@ -59,7 +59,7 @@ $(VMM): $(BUILD)/obj/vmm/main.o $(HOST_OBJS) $(FW_BLOB_OBJ)
 # KVM_RUN that fails as a host's would (test_faults.py); the shipped
 # $(VMM) has none. Only the files that hold a hook are compiled twice.
 HOOK_SRCS := vmm/sandbox/seccomp_filters.c vmm/host/event_loop.c devices/blk_backend_uring.c \
-	vmm/domain/member_link.c vcpu/vcpu.c
+	vmm/domain/member_slots.c vcpu/vcpu.c
 HOOK_OBJS := $(HOOK_SRCS:%.c=$(BUILD)/obj-hooks/%.o)
 VMM_TEST := $(BUILD)/vmm-test
 

@@ -92,6 +92,40 @@ struct dlink {
 	atomic_bool stopping;
 };
 
+/* What one look at the agent's words found to do, applied outside l->mu. */
+struct todo {
+	int online[DOM_SLOTS_MAX], ncpu[DOM_SLOTS_MAX], non;
+	uint64_t until[DOM_SLOTS_MAX];
+	int offline[DOM_SLOTS_MAX], noff;
+	uint32_t offgen[DOM_SLOTS_MAX]; /* the grant each offline is for */
+	char policy[DOM_NAME_MAX];
+	uint32_t policy_gen;
+	bool give_back; /* a grant was given back here, not by SLOT_OFF: ring */
+};
+
+/* Shared words (the agent's) to wait on beside the link's own. */
+#define WAIT_SHARED_MAX 127 /* futex_waitv takes 128 */
+struct waitset {
+	const uint32_t *word[WAIT_SHARED_MAX];
+	uint32_t val[WAIT_SHARED_MAX];
+	int n;
+};
+
+
+/* member_link.c: the seats' books and the link thread */
+uint64_t dlink_now_ns(void);
+void dlink_ring(struct dlink *l);                 /* the agent's doorbell */
+bool dlink_seat_off(struct dlink *l, int j);      /* l->mu held; true: a req word changed */
+void dlink_wake_all(struct dlink *l);             /* every thread of the link looks again */
+void dlink_read_grants(struct dlink *l, struct todo *t, int only); /* l->mu held */
+void dlink_apply_todo(struct dlink *l, const struct todo *t);
+/* member_slots.c: the slot threads */
+int dlink_wait_words(const struct waitset *ws, const _Atomic uint32_t *local, uint32_t b, uint64_t ns);
+void dlink_serve_slot(struct dlink *l, int slot, struct waitset *ws);
+int dlink_start_slot_threads(struct dlink *l);
+/* member_join.c: a new agent's JOIN; true: taken back */
+bool dlink_try_rejoin(struct dlink *l);
+
 /* member_fallback.c (all three with mu held) */
 /* The agent's beat read from now on (a join or a rejoin): no stall. */
 void dfall_reset(struct dlink *l, uint64_t now);
