@@ -17,9 +17,14 @@ static int ask(const char *domain, const void *req, size_t rlen, void *buf, size
 	int fd = dom_dial(domain, why, len);
 	if (fd < 0)
 		return fd;
+	/* A connection the agent refused at accept has its ERROR queued; our
+	 * request may have crossed the close, which then reads as a reset
+	 * (the reset is said once, then the queued answer): read it anyway. */
 	ssize_t n = send(fd, req, rlen, MSG_NOSIGNAL);
-	if (n == (ssize_t)rlen)
+	if (n == (ssize_t)rlen || (n < 0 && (errno == EPIPE || errno == ECONNRESET)))
 		n = recv(fd, buf, cap, 0);
+	if (n < 0 && errno == ECONNRESET)
+		n = recv(fd, buf, cap, MSG_DONTWAIT);
 	int e = errno;
 	close(fd);
 	if (n <= 0) {

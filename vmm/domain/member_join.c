@@ -29,6 +29,10 @@ static int receive_join(int fd, union dom_msg *msg, int fds[3], char *why, size_
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
 	ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	/* refused at accept while the JOIN crossed the close: the reset is
+	 * said once, then the agent's queued ERROR (its reason) is there */
+	if (n < 0 && errno == ECONNRESET)
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	int nfds = 0;
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm))
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
@@ -75,7 +79,10 @@ static int join_on(int fd, const char *domain, int nvcpus, int max, uint32_t wei
 	/* A gang VM's seats must be granted together across the domain too. */
 	uint32_t flags = strcmp(policy, "gang") == 0 ? DOM_JOIN_GANG : 0;
 	int n = dom_proto_join(&j, (uint32_t)max, (uint32_t)nvcpus, weight, flags, policy, vm_name);
-	if (n < 0 || send(fd, &j, (size_t)n, MSG_NOSIGNAL) != n) {
+	ssize_t sent = n < 0 ? -1 : send(fd, &j, (size_t)n, MSG_NOSIGNAL);
+	if (sent < 0 && n >= 0 && (errno == EPIPE || errno == ECONNRESET))
+		sent = n; /* refused at accept: its reason may be queued, read below */
+	if (n < 0 || sent != n) {
 		snprintf(why, len, "cannot send the join to domain '%s': %s", domain, strerror(n < 0 ? -n : errno));
 		return n < 0 ? n : -EIO;
 	}

@@ -112,8 +112,8 @@ static int opt_loop_cpu(const char *arg, const char *said, struct bench_opts *o,
 }
 
 /* --kernel, --initrd, --qemu: kept in a pool, since merge parses argv it
- * built in its own buffers. The messages name what getopt_long took last,
- * as they always have. */
+ * built in its own buffers. The messages name the option (what getopt_long
+ * took last is the empty value itself with `--kernel ""`). */
 static int path(const char *arg, const char *said, const char **out, char *err, size_t errlen)
 {
 	if (!arg[0])
@@ -125,17 +125,20 @@ static int path(const char *arg, const char *said, const char **out, char *err, 
 
 static int opt_kernel(const char *arg, const char *said, struct bench_opts *o, char *err, size_t errlen)
 {
-	return path(arg, said, &o->kernel, err, errlen);
+	(void)said;
+	return path(arg, "--kernel", &o->kernel, err, errlen);
 }
 
 static int opt_initrd(const char *arg, const char *said, struct bench_opts *o, char *err, size_t errlen)
 {
-	return path(arg, said, &o->initrd, err, errlen);
+	(void)said;
+	return path(arg, "--initrd", &o->initrd, err, errlen);
 }
 
 static int opt_qemu(const char *arg, const char *said, struct bench_opts *o, char *err, size_t errlen)
 {
-	return path(arg, said, &o->qemu, err, errlen);
+	(void)said;
+	return path(arg, "--qemu", &o->qemu, err, errlen);
 }
 
 /* Asked in seconds' worth of time, kept in seconds. */
