@@ -36,37 +36,20 @@ struct rig {
 	int peer[NMEM + 1]; /* the far ends: members 0..1, then the client */
 };
 
-/* What agent_init does, minus the socket and the directory. */
+/* The agent's own in-memory start (agent_books_init), then what its loop
+ * would hold: a confinement that does nothing and a ring; no socket. */
 static void rig_init(struct rig *r)
 {
 	memset(r, 0, sizeof(*r));
-	struct agent *a = &r->a;
-	r->o = (struct dom_agent_opts){ .name = "fuzz", .nslots = 2, .slot_cpu = { 0, 1 }, .gid = -1 };
-	a->o = &r->o;
+	r->o = (struct dom_agent_opts){ .name = "fuzz", .nslots = 2, .slot_cpu = { 0, 1 }, .gid = -1, .max_members = 4 };
+	char why[200];
+	must(agent_books_init(&r->a, &r->o, why, sizeof(why)) == 0);
 	static FILE *quiet; /* the agent's event lines, thousands an input second: not the fuzzer's log */
 	if (!quiet)
 		quiet = fopen("/dev/null", "w");
-	a->log = quiet;
-	a->lsock = a->sigfd = a->dirfd = -1;
-	a->max_members = 4;
-	a->max_conns = 8;
-	a->owner = geteuid();
-	a->uid_conns = GUARD_UID_CONNS_DEFAULT;
-	a->guard_next = UINT64_MAX;
-	struct dom_params p = { .nslots = 2, .max_members = a->max_members };
-	const char *why = NULL;
-	a->core = dom_core_create(&p, &why);
-	a->mem = calloc((size_t)a->max_members, sizeof(*a->mem));
-	a->conn = calloc((size_t)a->max_conns, sizeof(*a->conn));
-	a->dirty = calloc((size_t)a->max_members, sizeof(*a->dirty));
-	must(a->core && a->mem && a->conn && a->dirty);
-	for (int m = 0; m < a->max_members; m++)
-		a->mem[m] = (struct agent_member){ .conn = -1, .pidfd = -1, .bell = -1 };
-	for (int c = 0; c < a->max_conns; c++)
-		a->conn[c] = (struct agent_conn){ .fd = -1, .member = -1 };
-	a->start_ns = a->epoch = agent_now();
-	must(dom_confine_init(&a->confine, DOM_CONFINE_SELF, "fuzz", NULL) == 0);
-	must(io_uring_queue_init(64, &a->ring, 0) == 0);
+	r->a.log = quiet;
+	must(dom_confine_init(&r->a.confine, DOM_CONFINE_SELF, "fuzz", NULL) == 0);
+	must(io_uring_queue_init(64, &r->a.ring, 0) == 0);
 }
 
 /* Takes one packet from a far end, closing any fds it carried. */

@@ -340,14 +340,7 @@ static int fail(char *why, size_t len, int rc, const char *fmt, const char *arg)
 /* -EEXIST when the pid file names a live agent */
 static int claim(struct agent *a, char *why, size_t len)
 {
-	char buf[32] = "";
-	int fd = openat(a->dirfd, "agent.pid", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-		buf[n > 0 ? n : 0] = '\0';
-		close(fd);
-	}
-	long pid = strtol(buf, NULL, 10);
+	long pid = dom_pid_file_read(a->dirfd);
 	if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
 		snprintf(why, len, "domain %s already has an agent (pid %ld)", a->o->name, pid);
 		return -EEXIST;
@@ -407,22 +400,18 @@ static int open_socket(struct agent *a, char *why, size_t len)
 	return write_pid(a, why, len);
 }
 
-static int agent_init(struct agent *a, const struct dom_agent_opts *o, char *why, size_t len)
+int agent_books_init(struct agent *a, const struct dom_agent_opts *o, char *why, size_t len)
 {
 	memset(a, 0, sizeof(*a));
 	a->o = o;
 	a->lsock = a->sigfd = a->dirfd = -1;
+	a->ring.ring_fd = -1;
 	a->log = stderr;
 	a->max_members = o->max_members ? o->max_members : 256;
 	a->max_conns = a->max_members + 64;
 	a->owner = geteuid();
 	a->uid_conns = o->uid_conns ? o->uid_conns : GUARD_UID_CONNS_DEFAULT;
 	a->guard_next = UINT64_MAX;
-	if (dom_path(o->name, NULL, a->dir, sizeof(a->dir)) || dom_path(o->name, "ctl.sock", a->sock_path, sizeof(a->sock_path)) ||
-	    dom_path(o->name, "agent.pid", a->pid_path, sizeof(a->pid_path))) {
-		snprintf(why, len, "the domain's directory path is too long for a socket address");
-		return -ENAMETOOLONG;
-	}
 	struct dom_params p = { .nslots = o->nslots, .max_members = a->max_members, .slice_ns = o->slice_ns,
 				.grace_ns = o->grace_ns };
 	const char *cwhy = NULL;
@@ -446,7 +435,20 @@ static int agent_init(struct agent *a, const struct dom_agent_opts *o, char *why
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	a->epoch = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
-	int rc = open_socket(a, why, len);
+	return 0;
+}
+
+static int agent_init(struct agent *a, const struct dom_agent_opts *o, char *why, size_t len)
+{
+	int rc = agent_books_init(a, o, why, len);
+	if (rc)
+		return rc;
+	if (dom_path(o->name, NULL, a->dir, sizeof(a->dir)) || dom_path(o->name, "ctl.sock", a->sock_path, sizeof(a->sock_path)) ||
+	    dom_path(o->name, "agent.pid", a->pid_path, sizeof(a->pid_path))) {
+		snprintf(why, len, "the domain's directory path is too long for a socket address");
+		return -ENAMETOOLONG;
+	}
+	rc = open_socket(a, why, len);
 	if (rc)
 		return rc;
 	sigset_t sigs;

@@ -91,15 +91,11 @@ const char *agent_guard_bell(struct agent *a, int m, uint64_t rings, uint64_t re
 	am->win_rings += rings;
 	am->win_rewrites += rewrites;
 	uint64_t bound = bells_bound(a, m);
-	if (am->win_rings > bound) {
-		snprintf(am->eject_why, sizeof(am->eject_why), "rang its doorbell %llu times within 1 s (bound %llu)",
-			 (unsigned long long)am->win_rings, (unsigned long long)bound);
-		a->ejected_bells++;
-		return am->eject_why;
-	}
-	if (am->win_rewrites > bound) {
-		snprintf(am->eject_why, sizeof(am->eject_why), "rewrote its req words %llu times within 1 s (bound %llu)",
-			 (unsigned long long)am->win_rewrites, (unsigned long long)bound);
+	bool rings_over = am->win_rings > bound;
+	if (rings_over || am->win_rewrites > bound) {
+		snprintf(am->eject_why, sizeof(am->eject_why), "%s %llu times within 1 s (bound %llu)",
+			 rings_over ? "rang its doorbell" : "rewrote its req words",
+			 (unsigned long long)(rings_over ? am->win_rings : am->win_rewrites), (unsigned long long)bound);
 		a->ejected_bells++;
 		return am->eject_why;
 	}

@@ -85,6 +85,9 @@ struct agent {
 };
 
 uint64_t agent_now(void);
+/* The agent's state in memory, as agent_init starts it before any file,
+ * socket or ring (the fuzzer's rig uses it alone). 0, or -errno with why. */
+int agent_books_init(struct agent *a, const struct dom_agent_opts *o, char *why, size_t len);
 uint64_t agent_tag(enum agent_ev kind, uint32_t gen, int idx);
 /* Arms a one-shot request; -EBUSY when the ring is full even after a submit. */
 int agent_poll(struct agent *a, int fd, uint64_t tag);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -75,6 +76,19 @@ static int step(int fd, const char *name, const char *where, int mode, bool last
 		return rc;
 	}
 	return nfd;
+}
+
+long dom_pid_file_read(int dirfd)
+{
+	char buf[32] = "";
+	int fd = dirfd < 0 ? -1 : openat(dirfd, "agent.pid", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	long pid = strtol(buf, NULL, 10);
+	return pid > 0 ? pid : 0;
 }
 
 int dom_dir_open(const char *path, int create_mode, uid_t *owner, char *why, size_t len)

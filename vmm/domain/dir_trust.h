@@ -29,6 +29,10 @@
  */
 int dom_dir_open(const char *path, int create_mode, uid_t *owner, char *why, size_t len);
 
+/* The pid agent.pid in dirfd names (read without following a link), or 0
+ * when there is none or it says nothing. */
+long dom_pid_file_read(int dirfd);
+
 /* Whether an agent running as uid may be trusted by this process: root, or
  * this process's own user. */
 int dom_uid_trusted(uid_t uid);

@@ -314,16 +314,9 @@ static int cmd_stop(int argc, char **argv)
 		fprintf(stderr, "vmm: domain stop: %s\n", why);
 		return VMM_EXIT_HOST_ERROR;
 	}
-	char buf[32] = "";
-	int fd = dfd < 0 ? -1 : openat(dfd, "agent.pid", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-		buf[n > 0 ? n : 0] = '\0';
-		close(fd);
-	}
+	long pid = dom_pid_file_read(dfd);
 	if (dfd >= 0)
 		close(dfd);
-	long pid = strtol(buf, NULL, 10);
 	if (pid <= 0 || kill((pid_t)pid, SIGTERM) < 0)
 		return user_error("stop: no domain '%s' is running (%s/agent.pid)", argv[1], dir);
 	return VMM_EXIT_OK;
