@@ -417,50 +417,64 @@ void sched_core_start(struct sched_core *c, uint64_t now)
 
 /* ---- queries ---- */
 
-uint64_t sched_core_next_deadline(const struct sched_core *c)
+/* How many holders are on their way out (forced, or yielding a going-off
+ * slot's seat): the queue gets their slots without a slice end. */
+static int holders_leaving(const struct sched_core *c)
 {
-	if (!c->started || c->stopping || c->deadlock)
-		return UINT64_MAX;
-	uint64_t d = UINT64_MAX;
-	int nout = 0, w = sched_vheap_min(&c->wait_heap);
-	if (w >= 0)
-		d = c->v[w].wait_deadline;
-	/* Only slot holders run: their deadlines, not every vCPU's. */
+	int nout = 0;
 	for (int s = 0; s < c->nslots; s++) {
 		int v = c->slot[s].vcpu;
-		if (v < 0)
-			continue;
-		const struct sched_vcore *x = &c->v[v];
 		/* a holder leaving a GOING_OFF slot frees nothing for the queue */
-		if (x->state == SCHED_ST_RUNNING && sc_outgoing(x) && !sc_leaving(c, v))
+		if (v >= 0 && c->v[v].state == SCHED_ST_RUNNING && sc_outgoing(&c->v[v]) &&
+		    !sc_leaving(c, v))
 			nout++;
-		if (x->state == SCHED_ST_RUNNING && x->preempt_pending && !x->preempt_req) {
-			if (x->defer_deadline < d)
-				d = x->defer_deadline;
-		}
 	}
-	if (c->nrunnable > nout) {
-		for (int s = 0; s < c->nslots; s++) {
-			int v = c->slot[s].vcpu;
-			if (v < 0 || sc_outgoing(&c->v[v]))
-				continue;
-			uint64_t t = sc_gslice(c, v) && !sc_slice_cut(c) ? sc_gslice_hard(c, s) :
-				     c->slot[s].slice_start + sc_slice_ns(c, s);
-			if (t < d)
-				d = t;
-		}
+	return nout;
+}
+
+/* The deadlines of slot s: its holder's deferral, its slice's end (when
+ * someone queues for it), its seat's lease. */
+static uint64_t slot_deadline(const struct sched_core *c, int s, bool slices_end)
+{
+	const struct sched_slot *sl = &c->slot[s];
+	uint64_t d = UINT64_MAX;
+	int v = sl->vcpu;
+	const struct sched_vcore *x = v >= 0 ? &c->v[v] : NULL;
+	if (x && x->state == SCHED_ST_RUNNING && x->preempt_pending && !x->preempt_req)
+		d = x->defer_deadline;
+	if (x && slices_end && !sc_outgoing(x)) {
+		uint64_t t = sc_gslice(c, v) && !sc_slice_cut(c) ? sc_gslice_hard(c, s) :
+			     sl->slice_start + sc_slice_ns(c, s);
+		d = t < d ? t : d;
 	}
 	/* seats' leases, whoever queues here (another member waits) */
-	for (int s = 0; s < c->nslots && c->lease_on; s++) {
-		const struct sched_slot *sl = &c->slot[s];
-		int v = sl->vcpu;
-		uint64_t cut = sc_lease_cut(c, s);
-		if (!cut || sl->state != SCHED_SLOT_ONLINE || (v >= 0 && sc_outgoing(&c->v[v])))
-			continue;
-		uint64_t t = v >= 0 && sc_gslice(c, v) ? sc_gslice_hard(c, s) : cut;
-		if (t < d)
+	uint64_t cut = c->lease_on ? sc_lease_cut(c, s) : 0;
+	if (cut && sl->state == SCHED_SLOT_ONLINE && !(x && sc_outgoing(x))) {
+		uint64_t t = x && sc_gslice(c, v) ? sc_gslice_hard(c, s) : cut;
+		d = t < d ? t : d;
+	}
+	return d;
+}
+
+uint64_t sched_core_deadlines(const struct sched_core *c, uint64_t *slot_d)
+{
+	bool live = c->started && !c->stopping && !c->deadlock;
+	uint64_t d = UINT64_MAX;
+	int w = sched_vheap_min(&c->wait_heap);
+	if (live && w >= 0)
+		d = c->v[w].wait_deadline;
+	bool slices_end = live && c->nrunnable > holders_leaving(c);
+	/* Only slot holders run: their deadlines, not every vCPU's. */
+	for (int s = 0; s < c->nslots; s++) {
+		uint64_t t = live ? slot_deadline(c, s, slices_end) : UINT64_MAX;
+		/* A slice that ran out while nobody queued ends now, not in the past. */
+		if (slot_d)
+			slot_d[s] = t < c->last_now ? c->last_now : t;
+		else if (t < d)
 			d = t;
 	}
+	if (!live)
+		return UINT64_MAX;
 	if ((c->spin_sources & SCHED_SPIN_HINT) && c->nrunnable > 0 && c->nrunning > 0 &&
 	    c->next_hint_check < d)
 		d = c->next_hint_check;
@@ -471,8 +485,12 @@ uint64_t sched_core_next_deadline(const struct sched_core *c)
 		if (t < d)
 			d = t;
 	}
-	/* A slice that ran out while nobody queued ends now, not in the past. */
 	return d < c->last_now ? c->last_now : d;
+}
+
+uint64_t sched_core_next_deadline(const struct sched_core *c)
+{
+	return sched_core_deadlines(c, NULL);
 }
 
 void sched_core_stats(const struct sched_core *c, int v, uint64_t now,

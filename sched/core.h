@@ -265,6 +265,14 @@ const char *sched_core_check(const struct sched_core *c);
 
 /* Queries. */
 uint64_t sched_core_next_deadline(const struct sched_core *c);
+/*
+ * The same deadlines split by who can act on them: slot_d[s] (nslots
+ * entries) gets slot s's own (its holder's slice end, deferral, lease), and
+ * the return value is the rest (waits, checks, the policy's). With slot_d
+ * NULL it is sched_core_next_deadline. The thread layer arms each holder's
+ * own timer at its slot's deadline, so a slice end needs no event loop.
+ */
+uint64_t sched_core_deadlines(const struct sched_core *c, uint64_t *slot_d);
 void sched_core_stats(const struct sched_core *c, int v, uint64_t now,
 		      struct sched_vcpu_stats *out);
 static inline enum sched_vstate sched_core_state(const struct sched_core *c, int v)

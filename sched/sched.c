@@ -24,66 +24,9 @@
 #include "sched/core.h"
 #include "sched/policy.h"
 #include "sched/sched.h"
-
-struct svcpu {
-	/*
-	 * The futex word its thread sleeps on while it waits for a slot: bumped
-	 * under the mutex by every grant to it and every WAKE_ALL, so a change
-	 * between the waiter's last look (under the mutex) and its FUTEX_WAIT
-	 * makes the wait return at once. sleeping tells the granter whether a
-	 * FUTEX_WAKE is needed at all.
-	 */
-	atomic_uint word;
-	atomic_int sleeping;
-	atomic_int yield_req; /* YR_*: read lock-free by sched_vcpu_after_exit */
-	const struct sched_vcpu_ops *ops;
-	void *opaque;
-	/* The CPU its thread should be on (set under the mutex at each grant)
-	 * and the one it was last moved to (under pin_mu, with the move). */
-	atomic_int pin_want, pin_applied;
-	pthread_mutex_t pin_mu;
-	bool pending;         /* in sched.pend; under the mutex */
-	pthread_t thread;     /* the vCPU's thread, once it has entered */
-	bool has_thread;
-	uint64_t granted_ns;  /* its last grant; written and read by its own thread */
-	int held_slot;        /* the slot it holds since its last call returned 0;
-				 its own thread's (a poke's point is on it) */
-};
-
-/* svcpu.yield_req: what the vCPU's next after_exit finds */
-enum { YR_NONE, YR_GIVE_BACK /* FORCE_EXIT, PARK */, YR_POKE /* sched_slot_poke: pass a point, keep the slot */ };
-
-/* A scheduling point a vCPU thread passes on its slot, told after the unlock. */
-struct point {
-	void (*cb)(void *ctx, int slot);
-	void *ctx;
-	int slot;
-};
-
-struct sched {
-	pthread_mutex_t mu;
-	struct sched_core *c;
-	struct svcpu *vc;
-	int *host_cpu;        /* [nslots], -1: don't pin; set per grant of a seat */
-	int tfd;              /* a timerfd kept at the core's next deadline */
-	_Atomic(const char *) policy; /* the current policy's name, read lock-free */
-	void (*slot_cb)(void *ctx, enum sched_action_kind kind, int val);
-	void *slot_ctx;
-	void (*point_cb)(void *ctx, int slot); /* sched_set_point_cb */
-	void *point_ctx;
-	bool keep_slots;      /* sched_slots_keep: free seats are not given back */
-	uint64_t armed;       /* the deadline tfd is set to; 0: re-arm at the next event */
-	struct sched_loop_stats loop;
-	void (*deadlock_cb)(void *ctx);
-	void *deadlock_ctx;
-	/* vCPUs granted since the last unlock: moved and woken after it */
-	int *pend;            /* [nvcpus], each at most once (svcpu.pending) */
-	int npend;
-	bool pend_all;        /* WAKE_ALL: every vCPU */
-};
+#include "sched/sched_int.h"
 
 static const struct sched_vcpu_ops no_ops;
-static void unlock_sched(struct sched *s);
 
 uint64_t sched_now_ns(void)
 {
@@ -124,8 +67,13 @@ struct sched *sched_create(const struct sched_params *p, const char **why)
 		goto oom;
 	s->host_cpu = malloc(sizeof(int) * (size_t)p->npcpus);
 	s->pend = malloc(sizeof(int) * (size_t)p->nvcpus);
-	if (!s->host_cpu || !s->pend)
+	s->slot_d = malloc(sizeof(uint64_t) * (size_t)p->npcpus);
+	s->own_v = malloc(sizeof(int) * (size_t)p->npcpus);
+	if (!s->host_cpu || !s->pend || !s->slot_d || !s->own_v)
 		goto oom;
+	for (int i = 0; i < p->npcpus; i++)
+		s->own_v[i] = -1;
+	s->own_ticking = -1;
 	for (int i = 0; i < p->npcpus; i++)
 		s->host_cpu[i] = p->host_cpu ? p->host_cpu[i] : -1;
 	atomic_init(&s->policy, s->c->pol->name);
@@ -140,6 +88,7 @@ struct sched *sched_create(const struct sched_params *p, const char **why)
 		s->vc[v].ops = &no_ops;
 		atomic_init(&s->vc[v].pin_want, -1);
 		atomic_init(&s->vc[v].pin_applied, -1);
+		atomic_init(&s->vc[v].own_at, UINT64_MAX); /* no own timer: never its tick */
 	}
 	s->armed = UINT64_MAX;
 	return s;
@@ -150,6 +99,8 @@ fail:
 	free(s->vc);
 	free(s->host_cpu);
 	free(s->pend);
+	free(s->slot_d);
+	free(s->own_v);
 	free(s);
 	return NULL;
 }
@@ -159,7 +110,7 @@ void sched_set_vcpu(struct sched *s, int v, const struct sched_vcpu_ops *ops, vo
 	pthread_mutex_lock(&s->mu);
 	s->vc[v].ops = ops ? ops : &no_ops;
 	s->vc[v].opaque = opaque;
-	unlock_sched(s);
+	sched_unlock(s);
 }
 
 void sched_set_deadlock_cb(struct sched *s, void (*cb)(void *ctx), void *ctx)
@@ -167,7 +118,7 @@ void sched_set_deadlock_cb(struct sched *s, void (*cb)(void *ctx), void *ctx)
 	pthread_mutex_lock(&s->mu);
 	s->deadlock_cb = cb;
 	s->deadlock_ctx = ctx;
-	unlock_sched(s);
+	sched_unlock(s);
 }
 
 /* Under the mutex: v is to be moved (if its slot has a CPU) and woken
@@ -234,7 +185,7 @@ static void sleep_on(struct svcpu *x, unsigned seen)
 
 /* Every public function unlocks here: the grants' moves and wakes go out
  * after the mutex does. */
-static void unlock_sched(struct sched *s)
+void sched_unlock(struct sched *s)
 {
 	int n = s->npend, idx[HAND_BATCH];
 	bool all = s->pend_all || n > HAND_BATCH;
@@ -276,7 +227,7 @@ static void give_back_idle(struct sched *s)
 }
 
 /* With the mutex held, after every core event. */
-static void run_actions(struct sched *s)
+void sched_run_actions(struct sched *s)
 {
 	run_actions_once(s);
 	give_back_idle(s);
@@ -303,7 +254,10 @@ static void run_actions_once(struct sched *s)
 		case SCHED_ACT_FORCE_EXIT:
 			/* The flag first: force_exit may land before KVM_RUN. */
 			atomic_store_explicit(&x->yield_req, YR_GIVE_BACK, memory_order_release);
-			if (x->ops->force_exit)
+			/* In its own tick it is out of guest mode and reads the flag
+			 * before it goes back in: a kick would only end its next
+			 * KVM_RUN for nothing. */
+			if (x->ops->force_exit && a->v != s->own_ticking)
 				x->ops->force_exit(x->opaque);
 			break;
 		case SCHED_ACT_PARK:
@@ -355,7 +309,7 @@ static void run_actions_once(struct sched *s)
  */
 static void arm_deadline(struct sched *s)
 {
-	uint64_t d = sched_core_next_deadline(s->c);
+	uint64_t d = s->own_any ? sched_own_arm(s) : sched_core_next_deadline(s->c);
 	if (d == s->armed)
 		return;
 	s->armed = d;
@@ -399,7 +353,7 @@ static int block_unlock(struct sched *s, int v, int *wake_reason)
 	while (!c->stopping && !c->deadlock && c->v[v].state != SCHED_ST_RUNNING) {
 		/* Read under the mutex: a grant after this changes it. */
 		unsigned seen = atomic_load(&x->word);
-		unlock_sched(s);
+		sched_unlock(s);
 		sleep_on(x, seen);
 		pthread_mutex_lock(&s->mu);
 	}
@@ -408,12 +362,12 @@ static int block_unlock(struct sched *s, int v, int *wake_reason)
 	if (!r) {
 		s->vc[v].granted_ns = c->v[v].state_since; /* RUNNING since the grant */
 		sched_core_resumed(c, v, sched_now_ns());
-		run_actions(s);
+		sched_run_actions(s);
 		if (wake_reason)
 			*wake_reason = c->v[v].wake_reason;
 		pt = point_at(s, v);
 	}
-	unlock_sched(s);
+	sched_unlock(s);
 	/* Back on its slot's CPU before it returns, even when it saw its
 	 * grant before the granter got round to moving it. */
 	if (!r) {
@@ -426,8 +380,8 @@ static int block_unlock(struct sched *s, int v, int *wake_reason)
 void sched_start(struct sched *s)
 {
 	sched_core_start(s->c, lock(s));
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_unlock(s);
 }
 
 int sched_vcpu_enter(struct sched *s, int v)
@@ -474,38 +428,38 @@ bool sched_vcpu_after_exit(struct sched *s, int v)
 int sched_vcpu_yield_slot(struct sched *s, int v)
 {
 	sched_core_yield(s->c, v, lock(s));
-	run_actions(s);
+	sched_run_actions(s);
 	return block_unlock(s, v, NULL);
 }
 
 int sched_vcpu_spin(struct sched *s, int v, int target, unsigned source)
 {
 	sched_core_spin(s->c, v, target, source, lock(s));
-	run_actions(s);
+	sched_run_actions(s);
 	return block_unlock(s, v, NULL);
 }
 
 void sched_vcpu_spin_seen(struct sched *s, int v, unsigned source)
 {
 	sched_core_spin_seen(s->c, v, source, lock(s));
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_unlock(s);
 }
 
 int sched_vcpu_safe_point(struct sched *s, int v)
 {
 	sched_core_safe_point(s->c, v, lock(s));
-	run_actions(s);
+	sched_run_actions(s);
 	return block_unlock(s, v, NULL);
 }
 
 int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns)
 {
 	int slept = sched_core_wait(s->c, v, timeout_ns, lock(s));
-	run_actions(s);
+	sched_run_actions(s);
 	if (!slept) { /* a kick was pending: the wait ends at once */
 		struct point pt = point_at(s, v);
-		unlock_sched(s);
+		sched_unlock(s);
 		point_pass(s, v, pt);
 		return 0;
 	}
@@ -517,9 +471,9 @@ int sched_vcpu_wait(struct sched *s, int v, uint64_t timeout_ns)
 int sched_vcpu_kick(struct sched *s, int from, int target)
 {
 	sched_core_kick(s->c, from, target, lock(s));
-	run_actions(s);
+	sched_run_actions(s);
 	if (from < 0) {
-		unlock_sched(s);
+		sched_unlock(s);
 		return 0;
 	}
 	return block_unlock(s, from, NULL);
@@ -528,22 +482,23 @@ int sched_vcpu_kick(struct sched *s, int from, int target)
 void sched_vcpu_done(struct sched *s, int v)
 {
 	sched_core_done(s->c, v, lock(s));
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_own_drop(s, v);
+	sched_unlock(s);
 }
 
 void sched_vcpu_features_acked(struct sched *s, int v)
 {
 	sched_core_features_acked(s->c, v, lock(s));
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_unlock(s);
 }
 
 uint64_t sched_next_deadline(struct sched *s)
 {
 	pthread_mutex_lock(&s->mu);
 	uint64_t d = sched_core_next_deadline(s->c);
-	unlock_sched(s);
+	sched_unlock(s);
 	return d;
 }
 
@@ -555,8 +510,8 @@ void sched_tick(struct sched *s, uint64_t now)
 		s->loop.ticks_early++;
 	sched_core_tick(s->c, now);
 	s->armed = 0; /* it fired, so it is disarmed: set it again whatever comes next */
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_unlock(s);
 }
 
 int sched_timer_fd(struct sched *s)
@@ -568,14 +523,14 @@ void sched_get_loop_stats(struct sched *s, struct sched_loop_stats *out)
 {
 	pthread_mutex_lock(&s->mu);
 	*out = s->loop;
-	unlock_sched(s);
+	sched_unlock(s);
 }
 
 void sched_stop(struct sched *s)
 {
 	sched_core_stop(s->c, lock(s));
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_unlock(s);
 }
 
 void sched_destroy(struct sched *s)
@@ -586,25 +541,29 @@ void sched_destroy(struct sched *s)
 	for (int v = 0; v < s->c->nvcpus; v++)
 		pthread_mutex_destroy(&s->vc[v].pin_mu);
 	pthread_mutex_destroy(&s->mu);
+	for (int v = 0; v < s->c->nvcpus; v++)
+		sched_own_drop(s, v); /* a thread that never got to sched_vcpu_done */
 	sched_core_destroy(s->c);
 	close(s->tfd);
 	free(s->vc);
 	free(s->host_cpu);
 	free(s->pend);
+	free(s->slot_d);
+	free(s->own_v);
 	free(s);
 }
 
 void sched_stats(struct sched *s, int v, struct sched_vcpu_stats *out)
 {
 	sched_core_stats(s->c, v, lock(s), out);
-	unlock_sched(s);
+	sched_unlock(s);
 }
 
 bool sched_deadlocked(struct sched *s)
 {
 	pthread_mutex_lock(&s->mu);
 	bool d = s->c->deadlock;
-	unlock_sched(s);
+	sched_unlock(s);
 	return d;
 }
 
@@ -619,7 +578,7 @@ void sched_set_slot_cb(struct sched *s, void (*cb)(void *ctx, enum sched_action_
 	pthread_mutex_lock(&s->mu);
 	s->slot_cb = cb;
 	s->slot_ctx = ctx;
-	unlock_sched(s);
+	sched_unlock(s);
 }
 
 void sched_set_point_cb(struct sched *s, void (*cb)(void *ctx, int slot), void *ctx)
@@ -627,7 +586,7 @@ void sched_set_point_cb(struct sched *s, void (*cb)(void *ctx, int slot), void *
 	pthread_mutex_lock(&s->mu);
 	s->point_cb = cb;
 	s->point_ctx = ctx;
-	unlock_sched(s);
+	sched_unlock(s);
 }
 
 /* A give-back already asked for needs no poke: the holder passes a point
@@ -650,7 +609,7 @@ int sched_slot_poke(struct sched *s, int slot)
 		if (r == 1)
 			poke(s, sl->vcpu);
 	}
-	unlock_sched(s);
+	sched_unlock(s);
 	return r;
 }
 
@@ -661,8 +620,8 @@ void sched_slot_online(struct sched *s, int slot, int host_cpu)
 	if (slot >= 0 && slot < s->c->nslots)
 		s->host_cpu[slot] = host_cpu;
 	sched_core_slot_online(s->c, slot, now);
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_unlock(s);
 }
 
 bool sched_slot_offline(struct sched *s, int slot)
@@ -674,8 +633,8 @@ bool sched_slot_offline_if(struct sched *s, int slot, bool (*still)(void *ctx, i
 {
 	uint64_t now = lock(s);
 	bool comes = (!still || still(ctx, slot)) && sched_core_slot_offline(s->c, slot, now);
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_unlock(s);
 	return comes;
 }
 
@@ -684,30 +643,30 @@ int sched_set_policy(struct sched *s, const char *name)
 	int r = sched_core_set_policy(s->c, name, lock(s));
 	if (!r)
 		atomic_store_explicit(&s->policy, s->c->pol->name, memory_order_release);
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_unlock(s);
 	return r;
 }
 
 void sched_slot_lease(struct sched *s, int slot, uint64_t end)
 {
 	sched_core_slot_lease(s->c, slot, end, lock(s));
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_unlock(s);
 }
 
 void sched_set_lease(struct sched *s, bool on)
 {
 	sched_core_set_lease(s->c, on, lock(s));
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_unlock(s);
 }
 
 void sched_set_slice_floor(struct sched *s, uint64_t ns)
 {
 	sched_core_set_slice_floor(s->c, ns, lock(s));
-	run_actions(s);
-	unlock_sched(s);
+	sched_run_actions(s);
+	sched_unlock(s);
 }
 
 void sched_slots_keep(struct sched *s, bool keep)
@@ -715,15 +674,15 @@ void sched_slots_keep(struct sched *s, bool keep)
 	pthread_mutex_lock(&s->mu);
 	s->keep_slots = keep;
 	if (!keep)
-		run_actions(s); /* the seats kept idle so far go now */
-	unlock_sched(s);
+		sched_run_actions(s); /* the seats kept idle so far go now */
+	sched_unlock(s);
 }
 
 enum sched_vstate sched_vcpu_state(struct sched *s, int v)
 {
 	pthread_mutex_lock(&s->mu);
 	enum sched_vstate st = s->c->v[v].state;
-	unlock_sched(s);
+	sched_unlock(s);
 	return st;
 }
 
@@ -733,6 +692,6 @@ int sched_slots_online(struct sched *s)
 	int n = 0;
 	for (int i = 0; i < s->c->nslots; i++)
 		n += s->c->slot[i].state != SCHED_SLOT_OFFLINE;
-	unlock_sched(s);
+	sched_unlock(s);
 	return n;
 }

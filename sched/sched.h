@@ -125,6 +125,18 @@ uint64_t sched_vcpu_granted_ns(const struct sched *s, int v);
  * returned 0 (while it holds that slot). */
 int sched_vcpu_host_cpu(const struct sched *s, int v);
 
+/*
+ * A slot's deadlines on its holder's own thread (own_tick.c). v's own
+ * thread, before it enters: a POSIX timer that sends signo to that thread
+ * only, set to its slot's next deadline while it holds one (then the event
+ * loop wakes for them only as a backstop); 0 or -errno (v then stays on
+ * the loop's timer). After the signal ends its run (KVM_RUN's -EINTR),
+ * sched_vcpu_own_tick ticks the scheduler if the deadline is due (true
+ * then); sched_vcpu_after_exit says next whether the slot goes.
+ */
+int sched_vcpu_own_timer(struct sched *s, int v, int signo);
+bool sched_vcpu_own_tick(struct sched *s, int v);
+
 uint64_t sched_now_ns(void);
 /* The event loop's side (see the top of this file): the core's next
  * deadline (absolute CLOCK_MONOTONIC ns, UINT64_MAX: none), the tick at or
@@ -138,6 +150,7 @@ struct sched_loop_stats {
 	uint64_t ticks;       /* sched_tick calls */
 	uint64_t ticks_early; /* of those, before any deadline was due: woken for nothing */
 	uint64_t timer_sets;  /* timerfd_settime calls (the deadline moved) */
+	uint64_t own_ticks;   /* ticks taken on a slot holder's own thread (own_tick.c) */
 };
 void sched_get_loop_stats(struct sched *s, struct sched_loop_stats *out);
 

@@ -331,6 +331,11 @@ static void *vcpu_thread(void *arg)
 		end_vcpu(v, VCPU_HOST_FAILED, "KVM_SET_SIGNAL_MASK: %s", strerror(-r));
 		goto out;
 	}
+	/* before the filter: it allows timer_settime, not timer_create */
+	if (s && v->env->own_tick && (r = sched_vcpu_own_timer(s, me, VCPU_KICK_SIGNAL)) != 0) {
+		end_vcpu(v, VCPU_HOST_FAILED, "timer_create: %s", strerror(-r));
+		goto out;
+	}
 	/* seccomp: from here on this thread makes only the calls its filter allows */
 	if (v->env->sandbox && (r = v->env->sandbox(v)) != 0) {
 		end_vcpu(v, VCPU_HOST_FAILED, "seccomp: cannot install the vCPU filter: %s", strerror(-r));
@@ -352,10 +357,13 @@ static void *vcpu_thread(void *arg)
 				end_vcpu(v, VCPU_HOST_FAILED, "KVM_RUN: %s", strerror(errno));
 				break;
 			}
-			/* forced out: a kick for the scheduler or a stop */
+			/* forced out: a kick for the scheduler, a stop, or its own
+			 * timer at its slot's deadline (then it ticks here) */
 			v->exits.total++;
 			v->exits.intr++;
 			drain_kick();
+			if (s)
+				sched_vcpu_own_tick(s, me);
 		} else if (!handle_exit(v)) {
 			break;
 		}

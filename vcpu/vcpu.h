@@ -63,6 +63,7 @@ struct vcpu_env {
 	struct hc_vm *hc;
 	atomic_int *stop; /* non-zero: every vCPU leaves KVM_RUN and ends */
 	struct sched *sched; /* the co-scheduler, or NULL: always runnable */
+	bool own_tick;       /* its slot's deadlines on each vCPU thread's own timer */
 	int sched_base;      /* this VM's vCPU 0 in the scheduler's numbering */
 	void (*ended)(void *opaque, struct vcpu *v);
 	void (*guest_exit)(void *opaque, unsigned vcpu, uint32_t status);

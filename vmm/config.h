@@ -49,6 +49,7 @@ struct vm_config {
 	uint32_t halt_check_us; /* Linux guests: how often to look for in-kernel halts; 0: never */
 	bool safe_point;
 	bool guest_slice; /* --guest-slice: offer VMM_PV_GUEST_SLICE with safe points */
+	bool own_tick;    /* --own-tick: a slot's deadlines on its holder's own timer */
 	bool pv_spinlock;
 	bool pv_shootdown;
 	const char *trace_path;

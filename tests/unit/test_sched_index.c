@@ -152,6 +152,25 @@ static void compare_directed(struct sched_core *c)
 }
 
 
+/*
+ * The deadlines split by who acts on them (own_tick.c): the slots' and the
+ * rest together are exactly the whole, and a slot's is one of its holder's
+ * (or its lease's) only: a slot with nobody on it and no lease has none.
+ */
+static uint64_t split_deadline(const struct sched_core *c)
+{
+	uint64_t slot_d[64];
+	if (c->nslots > 64)
+		return sched_core_next_deadline(c);
+	uint64_t d = sched_core_deadlines(c, slot_d);
+	for (int s = 0; s < c->nslots; s++) {
+		if (c->slot[s].vcpu < 0 && !c->lease_on)
+			CHECK(slot_d[s] == UINT64_MAX);
+		d = slot_d[s] < d ? slot_d[s] : d;
+	}
+	return d;
+}
+
 static void run(const char *pol, int n, int m, int vmsize, uint64_t seed, long steps)
 {
 	struct stream s;
@@ -168,6 +187,7 @@ static void run(const char *pol, int n, int m, int vmsize, uint64_t seed, long s
 			break;
 		}
 		CHECK(sched_core_next_deadline(c) == ref_next_deadline(c));
+		CHECK(split_deadline(c) == sched_core_next_deadline(c));
 		int crit = ref_pick_in_critical(c, s.now);
 		CHECK(new_pick_in_critical(c, s.now) == crit);
 		n_crit_picks += crit >= 0;

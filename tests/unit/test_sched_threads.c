@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1061,6 +1062,88 @@ static void test_poke(void)
 	cur_case[0] = 0;
 }
 
+/* ---- own ticks: slices end on each holder's own timer, no event loop ---- */
+
+#define OWN_SIGNAL (SIGRTMIN + 1)
+static __thread volatile sig_atomic_t own_fired;
+
+static void on_own_signal(int sig)
+{
+	(void)sig;
+	own_fired = 1; /* what KVM_RUN's -EINTR tells a real vCPU thread */
+}
+
+static void *own_main(void *arg)
+{
+	struct fv *f = arg;
+	int r = sched_vcpu_own_timer(f->s, f->id, OWN_SIGNAL);
+	CHECK(r == 0);
+	if (r == 0)
+		r = sched_vcpu_enter(f->s, f->id);
+	while (r == 0 && !atomic_load(&stop_flag)) {
+		in_guest();
+		while (!own_fired && !atomic_load_explicit(&f->force, memory_order_acquire) &&
+		       !atomic_load(&stop_flag))
+			atomic_fetch_add_explicit(&f->progress, 1, memory_order_relaxed);
+		out_of_guest();
+		atomic_store(&f->force, 0);
+		if (own_fired) {
+			own_fired = 0;
+			sched_vcpu_own_tick(f->s, f->id);
+		}
+		if (sched_vcpu_after_exit(f->s, f->id))
+			r = sched_vcpu_yield_slot(f->s, f->id);
+	}
+	atomic_store(&f->result, r);
+	sched_vcpu_done(f->s, f->id);
+	return NULL;
+}
+
+/*
+ * N spinning vCPUs on M slots with nobody reading the timerfd: only their
+ * own timers can end a slice, so every vCPU runs only if they do.
+ */
+static void test_own_ticks(const char *pol, int m, int n)
+{
+	snprintf(cur_case, sizeof(cur_case), " in own ticks(%s m=%d n=%d)", pol, m, n);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_own_signal;
+	sigaction(OWN_SIGNAL, &sa, NULL);
+	struct sched_params p = { .nvcpus = n, .npcpus = m, .policy = pol, .slice_ns = 1000000,
+				  .spin_sources = SCHED_SPIN_YIELD, .seed = 7 };
+	struct sched *s = mk_params(&p);
+	sched_start(s);
+	for (int v = 0; v < n; v++)
+		pthread_create(&fvs[v].th, NULL, own_main, &fvs[v]);
+	long none[MAXV] = { 0 };
+	sleep_ms(100);
+	wait_all_progressed(n, none, 5000);
+	/* the loop's timer still holds each own deadline, later: a backstop */
+	CHECK(timer_set(s));
+	atomic_store(&stop_flag, 1);
+	sched_stop(s);
+	for (int v = 0; v < n; v++)
+		pthread_join(fvs[v].th, NULL);
+	struct sched_loop_stats ls;
+	sched_get_loop_stats(s, &ls);
+	uint64_t preempted = 0;
+	for (int v = 0; v < n; v++) {
+		struct sched_vcpu_stats st;
+		sched_stats(s, v, &st);
+		preempted += st.preemptions;
+		CHECK(atomic_load(&fvs[v].progress) > 0);
+		CHECK(atomic_load(&fvs[v].result) == 0 || atomic_load(&fvs[v].result) == -ECANCELED);
+	}
+	CHECK(ls.ticks == 0);
+	CHECK(ls.own_ticks > 0);
+	/* one tick ends every slice that is due: on 1 slot, one each at most */
+	CHECK(preempted > 0 && (m > 1 || preempted <= ls.own_ticks));
+	CHECK(atomic_load(&max_running) <= m);
+	sched_destroy(s);
+	cur_case[0] = 0;
+}
+
 int main(void)
 {
 	test_offline_if();
@@ -1087,6 +1170,8 @@ int main(void)
 	test_seats("pv", 2, 4);
 	test_seats("directed", 3, 5);
 	test_seats("gang", 1, 2);
+	test_own_ticks("none", 1, 3);
+	test_own_ticks("pv", 2, 5);
 	printf("%ld passed, %ld failed\n", atomic_load(&n_pass), atomic_load(&n_fail));
 	return atomic_load(&n_fail) != 0;
 }

@@ -244,6 +244,9 @@ const struct cli_opt cli_run_opts[] = {
 	  .help = "defer preemption while the guest is in a lock region" },
 	{ .name = "guest-slice", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(guest_slice), .def = "on",
 	  .help = "with safe points: let the guest end its own slices (no timer wake-up per slice)" },
+	{ .name = "own-tick", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(own_tick), .def = "on",
+	  .help = "end a slot's slice on its vCPU thread's own timer, not the event loop's\n"
+		  "(no loop wake-up, no cross-CPU signal per forced switch; sched/README.md)" },
 	{ .name = "defer-us", .metavar = "N", .kind = CLI_OPT_U32, .min = 1, .max = 1000000, FIELD(defer_us),
 	  .def = "200", .help = "hard bound on such a deferral" },
 	{ .name = "pv-spinlock", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(pv_spinlock), .def = "on",

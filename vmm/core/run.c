@@ -120,6 +120,7 @@ static void wire_vcpus(struct run *r)
 		int base = (int)(k * r->cfg->ncpus);
 		vm->env.sched = r->sched;
 		vm->env.sched_base = base;
+		vm->env.own_tick = r->sched && r->cfg->own_tick;
 		vm->hc.sched_ops = r->sched ? &sched_glue_hc_ops : NULL;
 		vm->hc.sched = r->sched;
 		vm->hc.sched_base = base;

@@ -93,6 +93,7 @@ static void json_config(struct json_out *o, json_t *parent, const struct run *r)
 	json_out_u64(o, sched, "ple_window_us", cfg->ple_window_us);
 	json_out_bool(o, sched, "safe_point", cfg->safe_point);
 	json_out_bool(o, sched, "guest_slice", cfg->safe_point && cfg->guest_slice);
+	json_out_bool(o, sched, "own_tick", cfg->own_tick);
 	json_out_u64(o, sched, "defer_us", cfg->defer_us);
 	json_out_u64(o, sched, "halt_check_us", r->halt_check_us);
 	if (r->halt_note[0])
@@ -335,6 +336,7 @@ int report_write_json(const char *path, const struct run *r, const struct run_su
 	json_out_u64(o, loop, "ticks", s->loop.ticks);
 	json_out_u64(o, loop, "ticks_early", s->loop.ticks_early);
 	json_out_u64(o, loop, "timer_sets", s->loop.timer_sets);
+	json_out_u64(o, loop, "own_ticks", s->loop.own_ticks);
 	/* read back from the thread after --loop-cpu was applied (loop_pin.h) */
 	json_out_i64(o, loop, "cpu", r->loop_pin.cpu);
 	json_out_str(o, loop, "cpus", r->loop_pin.cpus);

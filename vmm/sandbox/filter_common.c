@@ -26,6 +26,9 @@ static const struct seccomp_row rows[] = {
 	SC_ALLOW("sched_yield", "--sched host: a vCPU's PV yield"),
 	SC_ALLOW("timerfd_settime", "the thread that moves the co-scheduler's next deadline sets its timer",
 	  SC_EQ_RT(0, SRC_SCHED_TIMER)),
+	SC_ALLOW("timer_settime", "the thread that moves a slot's deadline sets its holder's own timer "
+	  "(sched/own_tick.c; a process's POSIX timers are its own)"),
+	SC_ALLOW("timer_delete", "a vCPU thread's own timer goes when it ends"),
 	SC_ALLOW("tgkill", "pthread_kill: force a vCPU out of KVM_RUN, only in this process",
 	  SC_EQ_RT(0, SRC_PID), SC_EQ_RT(2, SRC_KICK_SIGNAL)),
 	SC_ALLOW("tgkill", "abort(): only this process, only SIGABRT", SC_EQ_RT(0, SRC_PID), SC_EQ(2, SIGABRT)),

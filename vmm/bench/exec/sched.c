@@ -15,7 +15,7 @@ const char *const bench_sched_names[BENCH_SCHED_STATS] = {
 	"spins_queued_kept", "spin_events", "waits", "kicks_sent", "kicks_received",
 	"kernel_halts", "unslotted_wakes", "loop_ticks", "loop_ticks_early", "loop_timer_sets",
 	"window_s", "run_ns_total", "guest_window_s", "guest_slice_yields", "guest_slice_declined",
-	"loop_cpu", "wake_cut_slices", "lock_drains",
+	"loop_cpu", "wake_cut_slices", "lock_drains", "own_ticks",
 };
 
 const char *const bench_rate_names[BENCH_RATES] = {
@@ -30,7 +30,7 @@ static const char *const report_paths[BENCH_SCHED_STATS] = {
 	"sched.kicks_sent", "sched.kicks_received", "sched.kernel_halts", "sched.unslotted_wakes",
 	"event_loop.ticks", "event_loop.ticks_early", "event_loop.timer_sets", "wall_ns", "run_ns_total", "elapsed_ns",
 	"sched.guest_slice_yields", "sched.guest_slice_declined", "event_loop.cpu", "sched.wake_cut_slices",
-	"sched.lock_drains",
+	"sched.lock_drains", "event_loop.own_ticks",
 };
 
 void bench_sched_clear(double *s)

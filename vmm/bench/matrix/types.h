@@ -135,6 +135,9 @@ enum bench_sched_stat {
 	 * sibling forced out inside a lock region (domain members, lock
 	 * drains); files written before it lack it. */
 	BENCH_SCHED_LOCK_DRAINS,
+	/* Slot deadlines ticked on the holder's own thread (--own-tick), not
+	 * the event loop's: not loop wake-ups. Files written before it lack it. */
+	BENCH_SCHED_OWN_TICKS,
 	BENCH_SCHED_STATS
 };
 /* Per-second rates the CSV carries: per run, then the median over runs. */
