@@ -417,64 +417,59 @@ void sched_core_start(struct sched_core *c, uint64_t now)
 
 /* ---- queries ---- */
 
-/* How many holders are on their way out (forced, or yielding a going-off
- * slot's seat): the queue gets their slots without a slice end. */
-static int holders_leaving(const struct sched_core *c)
+/* t to slot s's deadline (slot_d) or to the one shared (*d). */
+static inline void put_deadline(uint64_t *slot_d, int s, uint64_t t, uint64_t *d)
 {
-	int nout = 0;
-	for (int s = 0; s < c->nslots; s++) {
-		int v = c->slot[s].vcpu;
-		/* a holder leaving a GOING_OFF slot frees nothing for the queue */
-		if (v >= 0 && c->v[v].state == SCHED_ST_RUNNING && sc_outgoing(&c->v[v]) &&
-		    !sc_leaving(c, v))
-			nout++;
-	}
-	return nout;
+	uint64_t *at = slot_d ? &slot_d[s] : d;
+	if (t < *at)
+		*at = t;
 }
 
-/* The deadlines of slot s: its holder's deferral, its slice's end (when
- * someone queues for it), its seat's lease. */
-static uint64_t slot_deadline(const struct sched_core *c, int s, bool slices_end)
+/* Inlined into both callers, so the one without slot_d (every event's
+ * next deadline) compiles to the loops it had before the split: the cost
+ * guard counts its instructions (tests/cost_budgets.json). */
+static inline __attribute__((always_inline)) uint64_t deadlines(const struct sched_core *c,
+								uint64_t *slot_d)
 {
-	const struct sched_slot *sl = &c->slot[s];
+	for (int s = 0; slot_d && s < c->nslots; s++)
+		slot_d[s] = UINT64_MAX;
+	if (!c->started || c->stopping || c->deadlock)
+		return UINT64_MAX;
 	uint64_t d = UINT64_MAX;
-	int v = sl->vcpu;
-	const struct sched_vcore *x = v >= 0 ? &c->v[v] : NULL;
-	if (x && x->state == SCHED_ST_RUNNING && x->preempt_pending && !x->preempt_req)
-		d = x->defer_deadline;
-	if (x && slices_end && !sc_outgoing(x)) {
-		uint64_t t = sc_gslice(c, v) && !sc_slice_cut(c) ? sc_gslice_hard(c, s) :
-			     sl->slice_start + sc_slice_ns(c, s);
-		d = t < d ? t : d;
-	}
-	/* seats' leases, whoever queues here (another member waits) */
-	uint64_t cut = c->lease_on ? sc_lease_cut(c, s) : 0;
-	if (cut && sl->state == SCHED_SLOT_ONLINE && !(x && sc_outgoing(x))) {
-		uint64_t t = x && sc_gslice(c, v) ? sc_gslice_hard(c, s) : cut;
-		d = t < d ? t : d;
-	}
-	return d;
-}
-
-uint64_t sched_core_deadlines(const struct sched_core *c, uint64_t *slot_d)
-{
-	bool live = c->started && !c->stopping && !c->deadlock;
-	uint64_t d = UINT64_MAX;
-	int w = sched_vheap_min(&c->wait_heap);
-	if (live && w >= 0)
+	int nout = 0, w = sched_vheap_min(&c->wait_heap);
+	if (w >= 0)
 		d = c->v[w].wait_deadline;
-	bool slices_end = live && c->nrunnable > holders_leaving(c);
 	/* Only slot holders run: their deadlines, not every vCPU's. */
 	for (int s = 0; s < c->nslots; s++) {
-		uint64_t t = live ? slot_deadline(c, s, slices_end) : UINT64_MAX;
-		/* A slice that ran out while nobody queued ends now, not in the past. */
-		if (slot_d)
-			slot_d[s] = t < c->last_now ? c->last_now : t;
-		else if (t < d)
-			d = t;
+		int v = c->slot[s].vcpu;
+		if (v < 0)
+			continue;
+		const struct sched_vcore *x = &c->v[v];
+		/* a holder leaving a GOING_OFF slot frees nothing for the queue */
+		if (x->state == SCHED_ST_RUNNING && sc_outgoing(x) && !sc_leaving(c, v))
+			nout++;
+		if (x->state == SCHED_ST_RUNNING && x->preempt_pending && !x->preempt_req)
+			put_deadline(slot_d, s, x->defer_deadline, &d);
 	}
-	if (!live)
-		return UINT64_MAX;
+	if (c->nrunnable > nout) {
+		for (int s = 0; s < c->nslots; s++) {
+			int v = c->slot[s].vcpu;
+			if (v < 0 || sc_outgoing(&c->v[v]))
+				continue;
+			uint64_t t = sc_gslice(c, v) && !sc_slice_cut(c) ? sc_gslice_hard(c, s) :
+				     c->slot[s].slice_start + sc_slice_ns(c, s);
+			put_deadline(slot_d, s, t, &d);
+		}
+	}
+	/* seats' leases, whoever queues here (another member waits) */
+	for (int s = 0; s < c->nslots && c->lease_on; s++) {
+		const struct sched_slot *sl = &c->slot[s];
+		int v = sl->vcpu;
+		uint64_t cut = sc_lease_cut(c, s);
+		if (!cut || sl->state != SCHED_SLOT_ONLINE || (v >= 0 && sc_outgoing(&c->v[v])))
+			continue;
+		put_deadline(slot_d, s, v >= 0 && sc_gslice(c, v) ? sc_gslice_hard(c, s) : cut, &d);
+	}
 	if ((c->spin_sources & SCHED_SPIN_HINT) && c->nrunnable > 0 && c->nrunning > 0 &&
 	    c->next_hint_check < d)
 		d = c->next_hint_check;
@@ -485,12 +480,21 @@ uint64_t sched_core_deadlines(const struct sched_core *c, uint64_t *slot_d)
 		if (t < d)
 			d = t;
 	}
+	/* A slice that ran out while nobody queued ends now, not in the past. */
+	for (int s = 0; slot_d && s < c->nslots; s++)
+		if (slot_d[s] < c->last_now)
+			slot_d[s] = c->last_now;
 	return d < c->last_now ? c->last_now : d;
+}
+
+uint64_t sched_core_deadlines(const struct sched_core *c, uint64_t *slot_d)
+{
+	return deadlines(c, slot_d);
 }
 
 uint64_t sched_core_next_deadline(const struct sched_core *c)
 {
-	return sched_core_deadlines(c, NULL);
+	return deadlines(c, NULL);
 }
 
 void sched_core_stats(const struct sched_core *c, int v, uint64_t now,

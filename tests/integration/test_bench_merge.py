@@ -438,7 +438,8 @@ def _old_file(doc, micro_from=None):
     names = list(doc["micro"].keys())
     first = names.index(micro_from or "request_switch_ns")
     for k in names[first:]:
-        if isinstance(doc["micro"][k], dict) or k.endswith("_over_safe_point_switch"):
+        if isinstance(doc["micro"][k], dict) or k.endswith("_over_safe_point_switch") \
+                or k == "own_tick_over_loop_preemption":
             del doc["micro"][k]
     return doc
 
@@ -454,7 +455,11 @@ def test_file_from_before_guest_slices_merges():
         for k in ("request_switch_ns", "request_switches", "request_deferrals_hard"):
             assert len(new["micro"][k]["runs"]) == 3 and new["micro"][k]["median"] > 0, k
         assert new["micro"]["request_switch_over_safe_point_switch"] > 0
-        for since, gone in (("request_switch_ns", 3), ("safe_point_switch_ns", 8)):
+        for k in ("forced_preemption_loop_ns", "preemptions_loop"):
+            assert len(new["micro"][k]["runs"]) == 3 and new["micro"][k]["median"] > 0, k
+        assert new["micro"]["own_tick_over_loop_preemption"] > 0
+        for since, gone in (("forced_preemption_loop_ns", 2), ("request_switch_ns", 5),
+                            ("safe_point_switch_ns", 10)):
             doc = _old_file(load(d), since)
             with open(t.p("old.json"), "w") as f:
                 json.dump(doc, f)
@@ -464,12 +469,14 @@ def test_file_from_before_guest_slices_merges():
             assert m["config"]["guest_slice"] == ["on"], m["config"]
             assert m["shard"]["matrix"] == new["shard"]["matrix"]
             names = [k for k, v in m["micro"].items() if isinstance(v, dict)]
-            assert len(names) == 15, names
+            assert len(names) == 17, names
             for k in names[:-gone]:
                 assert m["micro"][k] == new["micro"][k], k
             for k in names[-gone:]:
                 assert m["micro"][k]["median"] is None and m["micro"][k]["runs"] == [None] * 3, k
-            assert m["micro"]["request_switch_over_safe_point_switch"] is None
+            assert m["micro"]["own_tick_over_loop_preemption"] is None
+            if since != "forced_preemption_loop_ns":
+                assert m["micro"]["request_switch_over_safe_point_switch"] is None
             assert all(c["guest_slice"] == "on" for c in m["cells"])
             assert all(c["sched"]["guest_slice_yields"] is None for c in m["cells"] if c["kind"] == "vm")
             for c, o in zip(m["cells"], new["cells"]):

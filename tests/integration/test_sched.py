@@ -101,7 +101,7 @@ def test_safe_points_turn_preemptions_into_guest_yields():
     # time (the deadline went away, and its timer with it): an early tick
     # is only a race with a deadline moving later, rare.
     loop = r.report["event_loop"]
-    assert loop["timer_sets"] > 0 and loop["ticks"] > 0, loop
+    assert loop["timer_sets"] > 0 and loop["ticks"] + loop["own_ticks"] > 0, loop
     answered = st["deferrals"] - st["deferrals_hard"]
     assert loop["ticks_early"] * 10 <= answered, (loop, st)
 
@@ -144,6 +144,37 @@ def test_guest_timed_slices_end_at_the_guests_lock_boundary():
     # the event loop woke for deadlines that came, not once per slice end
     assert loop["ticks"] <= st["deferrals"] + st["deferrals_hard"] + loop["ticks_early"] + 8, (loop, st)
     assert loop["ticks"] < st["guest_slice_yields"] + st["deferrals_hard"], (loop, st)
+
+
+@harness.nested_stage
+def test_own_ticks_end_slices_without_the_event_loop():
+    """--own-tick (the default): a slot's deadlines are on its holder's own
+    timer, so slice ends are ticked on the vCPU threads, not by waking the
+    event loop; --own-tick off puts them back on the loop. With guest-timed
+    slices off, every slice end is a deadline the VMM times (a deferral),
+    so the two counts say which timer ended them. The loop still wakes for
+    start-up, the end of the run, and the backstop of a holder that was out
+    of guest mode at its deadline (rare)."""
+    need_kvm()
+    slice_us, defer_us, duration = (2000, 5000, "1s") if harness.nested() else (1000, 200, "300ms")
+    reps = {}
+    for mode in ("on", "off"):
+        r = vmm("-c", "4", "--pcpus", "1", "--yield", "none", "--slice-us", str(slice_us), "--defer-us",
+                str(defer_us), "--duration", duration, "--guest-slice", "off", "--own-tick", mode, "-q",
+                timeout=300)
+        assert r.rc == 0, (mode, r)
+        assert r.report["config"]["sched"]["own_tick"] is (mode == "on")
+        check_mutual_exclusion(r.report)
+        reps[mode] = (r.report["sched"], r.report["event_loop"])
+    st, loop = reps["on"]
+    assert st["deferrals"] > 10, st
+    # each slice end that came was ticked on the holder's own thread
+    assert loop["own_ticks"] >= st["deferrals"] // 2, (loop, st)
+    assert loop["ticks"] * 4 <= loop["own_ticks"], (loop, st)
+    st, loop = reps["off"]
+    assert st["deferrals"] > 10, st
+    assert loop["own_ticks"] == 0, loop
+    assert loop["ticks"] >= st["deferrals"] // 2, (loop, st)
 
 
 def test_wake_ups_cut_the_running_slices():

@@ -102,7 +102,7 @@ int bench_native_run(const char *lock, unsigned threads, unsigned pcpus, uint32_
 		     uint32_t cs_cycles, uint32_t work_cycles, uint32_t spin_threshold,
 		     double *ops_per_s);
 
-#define BENCH_MICRO_KINDS 15
+#define BENCH_MICRO_KINDS 17
 /* The kinds every results.json with shards has (hypercall_ns .. forced_preemption_gross_ns);
  * a file may lack the later ones, which were added after it (fleet/load.c). */
 #define BENCH_MICRO_KINDS_FIRST 7
@@ -126,6 +126,11 @@ enum bench_micro_kind {
 	BENCH_MICRO_REQ_SWITCH,  /* guest TSC, as SP_SWITCH, ns */
 	BENCH_MICRO_REQ_SWITCHES, /* switches timed in that run */
 	BENCH_MICRO_REQ_HARD,    /* its hard deferrals */
+	/* The forced preemption with --own-tick off: the event loop's timer
+	 * ends each slice and signals the holder across CPUs. PREEMPT above
+	 * is the default, the holder's own timer (sched/README.md). */
+	BENCH_MICRO_PREEMPT_LOOP, /* slot time lost per forced preemption, ns */
+	BENCH_MICRO_SIGNAL_EXITS_LOOP, /* preemptions in that run */
 };
 
 struct bench_micro {
