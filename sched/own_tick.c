@@ -49,10 +49,11 @@ int sched_vcpu_own_timer(struct sched *s, int v, int signo)
 }
 
 /* Under the mutex. Cannot fail: our own timer, a valid absolute time. */
-static void own_set(struct svcpu *x, uint64_t at)
+static void own_set(struct sched *s, struct svcpu *x, uint64_t at)
 {
 	if (atomic_load_explicit(&x->own_at, memory_order_relaxed) == at)
 		return;
+	s->loop.own_timer_sets++;
 	atomic_store_explicit(&x->own_at, at, memory_order_relaxed);
 	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
 	if (at != UINT64_MAX) {
@@ -73,7 +74,7 @@ uint64_t sched_own_arm(struct sched *s)
 	for (int i = 0; i < c->nslots; i++) {
 		int w = s->own_v[i];
 		if (w >= 0 && w != c->slot[i].vcpu) {
-			own_set(&s->vc[w], UINT64_MAX);
+			own_set(s, &s->vc[w], UINT64_MAX);
 			s->own_v[i] = -1;
 		}
 	}
@@ -85,7 +86,7 @@ uint64_t sched_own_arm(struct sched *s)
 			continue;
 		}
 		s->own_v[i] = v;
-		own_set(&s->vc[v], t);
+		own_set(s, &s->vc[v], t);
 		if (t != UINT64_MAX && t + OWN_TICK_BACKSTOP_NS < d)
 			d = t + OWN_TICK_BACKSTOP_NS;
 	}

@@ -151,6 +151,7 @@ struct sched_loop_stats {
 	uint64_t ticks_early; /* of those, before any deadline was due: woken for nothing */
 	uint64_t timer_sets;  /* timerfd_settime calls (the deadline moved) */
 	uint64_t own_ticks;   /* ticks taken on a slot holder's own thread (own_tick.c) */
+	uint64_t own_timer_sets; /* timer_settime calls on holders' own timers */
 };
 void sched_get_loop_stats(struct sched *s, struct sched_loop_stats *out);
 

@@ -188,7 +188,7 @@ static struct fixture *fixture_new(void)
 					      .intr = 8, .other = 23 };
 	s->st = x->st;
 	fill_stats(&s->st_all, 1ull << 62);
-	s->loop = (struct sched_loop_stats){ .ticks = 3001, .ticks_early = 2, .timer_sets = 4500, .own_ticks = 2900 };
+	s->loop = (struct sched_loop_stats){ .ticks = 3001, .ticks_early = 2, .timer_sets = 4500, .own_ticks = 2900, .own_timer_sets = 5800 };
 	return x;
 }
 

@@ -337,6 +337,7 @@ int report_write_json(const char *path, const struct run *r, const struct run_su
 	json_out_u64(o, loop, "ticks_early", s->loop.ticks_early);
 	json_out_u64(o, loop, "timer_sets", s->loop.timer_sets);
 	json_out_u64(o, loop, "own_ticks", s->loop.own_ticks);
+	json_out_u64(o, loop, "own_timer_sets", s->loop.own_timer_sets);
 	/* read back from the thread after --loop-cpu was applied (loop_pin.h) */
 	json_out_i64(o, loop, "cpu", r->loop_pin.cpu);
 	json_out_str(o, loop, "cpus", r->loop_pin.cpus);
