@@ -55,13 +55,7 @@ static void own_set(struct sched *s, struct svcpu *x, uint64_t at)
 		return;
 	s->loop.own_timer_sets++;
 	atomic_store_explicit(&x->own_at, at, memory_order_relaxed);
-	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
-	if (at != UINT64_MAX) {
-		its.it_value.tv_sec = (time_t)(at / 1000000000ull);
-		its.it_value.tv_nsec = (long)(at % 1000000000ull);
-		if (!at)
-			its.it_value.tv_nsec = 1; /* 0 would disarm */
-	}
+	struct itimerspec its = sched_its_at(at);
 	(void)timer_settime(x->own_timer, TIMER_ABSTIME, &its, NULL);
 }
 

@@ -313,13 +313,7 @@ static void arm_deadline(struct sched *s)
 	if (d == s->armed)
 		return;
 	s->armed = d;
-	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
-	if (d != UINT64_MAX) {
-		its.it_value.tv_sec = (time_t)(d / 1000000000ull);
-		its.it_value.tv_nsec = (long)(d % 1000000000ull);
-		if (!d)
-			its.it_value.tv_nsec = 1; /* 0 would disarm */
-	}
+	struct itimerspec its = sched_its_at(d);
 	s->loop.timer_sets++;
 	/* Cannot fail: our own timerfd, a valid absolute time. */
 	(void)timerfd_settime(s->tfd, TFD_TIMER_ABSTIME, &its, NULL);

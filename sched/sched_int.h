@@ -82,6 +82,20 @@ struct sched {
 	int own_ticking;      /* the vCPU whose own tick is being run, or -1 */
 };
 
+/* A one-shot absolute CLOCK_MONOTONIC time for timerfd_settime and
+ * timer_settime; UINT64_MAX disarms. */
+static inline struct itimerspec sched_its_at(uint64_t at)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	if (at != UINT64_MAX) {
+		its.it_value.tv_sec = (time_t)(at / 1000000000ull);
+		its.it_value.tv_nsec = (long)(at % 1000000000ull);
+		if (!at)
+			its.it_value.tv_nsec = 1; /* 0 would disarm */
+	}
+	return its;
+}
+
 /* own_tick.c, under the mutex: sets every holder's own timer and returns
  * the deadline the event loop's timer keeps (the rest, and a backstop). */
 uint64_t sched_own_arm(struct sched *s);
