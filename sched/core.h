@@ -211,6 +211,11 @@ void sched_core_set_blocked_fn(struct sched_core *c, sched_core_blocked_fn fn, v
 /* Events. */
 void sched_core_start(struct sched_core *c, uint64_t now);
 void sched_core_tick(struct sched_core *c, uint64_t now);
+/* Only the deadlines sched_core_deadlines gives the slots (deferrals,
+ * leases, slice ends): a slot holder's own tick (own_tick.c). Waits, halt
+ * checks, hint polls and the policy's tick stay sched_core_tick's, on the
+ * event loop, whose thread may read what a vCPU's may not (KVM stats). */
+void sched_core_tick_slots(struct sched_core *c, uint64_t now);
 void sched_core_yield(struct sched_core *c, int v, uint64_t now);
 void sched_core_spin(struct sched_core *c, int v, int target, unsigned source,
 		     uint64_t now);

@@ -236,6 +236,17 @@ void sched_core_tick(struct sched_core *c, uint64_t now)
 	end(c, now);
 }
 
+void sched_core_tick_slots(struct sched_core *c, uint64_t now)
+{
+	SC_EVENT(c, now);
+	if (c->stopping || c->deadlock)
+		return;
+	deferrals(c, now);
+	sc_lease_ends(c, now);
+	slice_ends(c, now);
+	end(c, now);
+}
+
 void sched_core_yield(struct sched_core *c, int v, uint64_t now)
 {
 	SC_EVENT(c, now);

@@ -6,7 +6,9 @@
  * that thread only, ends it with one timer interrupt on the slot's CPU when
  * the holder (or its predecessor, handing the slot over on that CPU) set it:
  * the single VM's counterpart of a domain seat's lease, which its member
- * ends on its own tick (sched/DOMAIN.md). The loop keeps every other
+ * ends on its own tick (sched/DOMAIN.md). The holder ticks only the slots'
+ * deadlines: the rest (a halt check reads KVM stats fds no vCPU filter
+ * allows) is the loop's. The loop keeps every other
  * deadline and, OWN_TICK_BACKSTOP_NS later, each own one, so a holder that
  * is out of guest mode (the signal waits for KVM_RUN) is still ended.
  */
@@ -101,7 +103,7 @@ bool sched_vcpu_own_tick(struct sched *s, int v)
 		atomic_store_explicit(&x->own_at, UINT64_MAX, memory_order_relaxed);
 		s->loop.own_ticks++;
 		s->own_ticking = v;
-		sched_core_tick(s->c, now);
+		sched_core_tick_slots(s->c, now);
 		sched_run_actions(s);
 		s->own_ticking = -1;
 	}

@@ -33,6 +33,7 @@ struct fake {
 	uint64_t granted_at[MAXV];
 	int grants[MAXV], parks[MAXV], forces[MAXV];
 	uint64_t rng;
+	int probes;            /* the probe's reads (a vCPU thread may not make them) */
 };
 
 static uint64_t rnd(struct fake *f)
@@ -46,6 +47,7 @@ static uint64_t rnd(struct fake *f)
 static bool probe(void *p, int v)
 {
 	struct fake *f = p;
+	f->probes++;
 	return f->in_guest[v] && f->blocked[v];
 }
 
@@ -320,9 +322,57 @@ static void case_off(void)
 
 /* ---- random runs ---- */
 
-static void run_random(const char *pol, int m, int n, uint64_t seed, int steps)
+/*
+ * A tick at a due deadline. With own ticks (own_tick.c), one that is a
+ * slot's only is its holder's: sched_core_tick_slots, on the vCPU thread,
+ * which must never probe (its seccomp filter has no stats fds). The loop's
+ * ticks come for the rest, the halt checks among them, on time.
+ */
+static void tick_due(struct sched_core *c, struct fake *f, uint64_t now, bool own)
 {
-	snprintf(ctx, sizeof(ctx), "run(%s m=%d n=%d seed=%" PRIu64 ")", pol, m, n, seed);
+	uint64_t slot_d[MAXV];
+	uint64_t shared = own ? sched_core_deadlines(c, slot_d) : now;
+	bool slot_due = false;
+	for (int s = 0; own && s < c->nslots; s++)
+		slot_due |= slot_d[s] <= now;
+	if (slot_due) {
+		int probes = f->probes;
+		sched_core_tick_slots(c, now);
+		CHECK(f->probes == probes);
+		drain(c, f, now);
+	}
+	if (shared <= now) {
+		sched_core_tick(c, now);
+		drain(c, f, now);
+	}
+}
+
+/* A holder's own tick at its slice end while the halt check is due too:
+ * the slice ends, the probe is left to the loop's tick. */
+static void case_own_tick_leaves_the_halt_check(void)
+{
+	struct fake f;
+	struct sched_core *c = mk("none", 1, 2, &f, 4);
+	uint64_t slot_d[1], now = 0;
+	uint64_t shared = sched_core_deadlines(c, slot_d);
+	CHECK(slot_d[0] != UINT64_MAX && shared != UINT64_MAX);
+	now = (slot_d[0] > shared ? slot_d[0] : shared) + 1;
+	int probes = f.probes, forces = f.forces[0];
+	uint64_t check_at = c->next_halt_check;
+	CHECK(check_at <= now);
+	sched_core_tick_slots(c, now);
+	drain(c, &f, now);
+	CHECK(f.probes == probes && f.forces[0] == forces + 1 && c->next_halt_check == check_at);
+	sched_core_tick(c, now);
+	drain(c, &f, now);
+	CHECK(c->next_halt_check > now); /* the loop's tick made the check */
+	sched_core_destroy(c);
+}
+
+static void run_random(const char *pol, int m, int n, uint64_t seed, int steps, bool own)
+{
+	snprintf(ctx, sizeof(ctx), "run(%s m=%d n=%d seed=%" PRIu64 "%s)", pol, m, n, seed,
+		 own ? " own ticks" : "");
 	struct fake f;
 	struct sched_core *c = mk(pol, m, n, &f, seed);
 	uint64_t now = 0;
@@ -339,8 +389,7 @@ static void run_random(const char *pol, int m, int n, uint64_t seed, int steps)
 			}
 		if (dl <= next) {
 			now = dl;
-			sched_core_tick(c, now);
-			drain(c, &f, now);
+			tick_due(c, &f, now, own);
 		} else if (exiter >= 0) {
 			now = next;
 			thread_exits(c, &f, exiter, now);
@@ -380,13 +429,14 @@ int main(void)
 	CASE(case_wake_no_slot());
 	CASE(case_exit_while_parked());
 	CASE(case_off());
+	CASE(case_own_tick_leaves_the_halt_check());
 	static const char *const pols[] = { "none", "random", "directed", "holder", "pv", "gang" };
 	uint64_t seed = 1;
 	for (size_t p = 0; p < sizeof(pols) / sizeof(pols[0]); p++)
 		for (int m = 1; m <= 3; m++)
 			for (int n = 1; n <= 8; n++)
-				for (int k = 0; k < 3; k++)
-					CASE(run_random(pols[p], m, n, seed++, 6000));
+				for (int k = 0; k < 4; k++)
+					CASE(run_random(pols[p], m, n, seed++, 6000, k == 3));
 	fprintf(stderr, "%ld checks passed, %ld failed\n", n_pass, n_fail);
 	printf("%ld passed, %ld failed\n", cases_pass, cases_fail);
 	return n_fail != 0;
