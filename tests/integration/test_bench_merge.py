@@ -455,10 +455,10 @@ def test_file_from_before_guest_slices_merges():
         for k in ("request_switch_ns", "request_switches", "request_deferrals_hard"):
             assert len(new["micro"][k]["runs"]) == 3 and new["micro"][k]["median"] > 0, k
         assert new["micro"]["request_switch_over_safe_point_switch"] > 0
-        for k in ("forced_preemption_loop_ns", "preemptions_loop"):
+        for k in ("forced_preemption_own_ns", "preemptions_own"):
             assert len(new["micro"][k]["runs"]) == 3 and new["micro"][k]["median"] > 0, k
         assert new["micro"]["own_tick_over_loop_preemption"] > 0
-        for since, gone in (("forced_preemption_loop_ns", 2), ("request_switch_ns", 5),
+        for since, gone in (("forced_preemption_own_ns", 2), ("request_switch_ns", 5),
                             ("safe_point_switch_ns", 10)):
             doc = _old_file(load(d), since)
             with open(t.p("old.json"), "w") as f:
@@ -475,7 +475,7 @@ def test_file_from_before_guest_slices_merges():
             for k in names[-gone:]:
                 assert m["micro"][k]["median"] is None and m["micro"][k]["runs"] == [None] * 3, k
             assert m["micro"]["own_tick_over_loop_preemption"] is None
-            if since != "forced_preemption_loop_ns":
+            if since != "forced_preemption_own_ns":
                 assert m["micro"]["request_switch_over_safe_point_switch"] is None
             assert all(c["guest_slice"] == "on" for c in m["cells"])
             assert all(c["sched"]["guest_slice_yields"] is None for c in m["cells"] if c["kind"] == "vm")

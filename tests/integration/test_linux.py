@@ -302,7 +302,11 @@ def test_linux_halted_vcpus_give_their_slots_back():
     assert v_on[0]["sched"]["kernel_halts"] == 0, v_on[0]
     assert s_off < 0.5, v_off
     assert all(v["sched"]["kernel_halts"] == 0 for v in v_off), v_off
-    assert "halts      checked every 1000us: 3 parked" in on.stdout, on.stdout
+    # the text report says the same: 3, one an AP, unless the boot CPU got
+    # as far as starting one within the run (slow builds, the nested KVM's
+    # turns): then that AP woke ("woke with no slot free") and parked again
+    parked = sum(v["sched"]["kernel_halts"] for v in v_on)
+    assert parked >= 3 and f"halts      checked every 1000us: {parked} parked" in on.stdout, on.stdout
     assert "halts      not checked" in off.stdout, off.stdout
     # what CPUID offered, and why, is in the report (also without a TTY)
     lx = on.report["config"]["linux"]

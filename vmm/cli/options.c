@@ -244,7 +244,7 @@ const struct cli_opt cli_run_opts[] = {
 	  .help = "defer preemption while the guest is in a lock region" },
 	{ .name = "guest-slice", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(guest_slice), .def = "on",
 	  .help = "with safe points: let the guest end its own slices (no timer wake-up per slice)" },
-	{ .name = "own-tick", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(own_tick), .def = "on",
+	{ .name = "own-tick", .metavar = "on|off", .kind = CLI_OPT_ON_OFF, FIELD(own_tick), .def = "off",
 	  .help = "end a slot's slice on its vCPU thread's own timer, not the event loop's\n"
 		  "(no loop wake-up, no cross-CPU signal per forced switch; sched/README.md)" },
 	{ .name = "defer-us", .metavar = "N", .kind = CLI_OPT_U32, .min = 1, .max = 1000000, FIELD(defer_us),

@@ -126,11 +126,11 @@ enum bench_micro_kind {
 	BENCH_MICRO_REQ_SWITCH,  /* guest TSC, as SP_SWITCH, ns */
 	BENCH_MICRO_REQ_SWITCHES, /* switches timed in that run */
 	BENCH_MICRO_REQ_HARD,    /* its hard deferrals */
-	/* The forced preemption with --own-tick off: the event loop's timer
-	 * ends each slice and signals the holder across CPUs. PREEMPT above
-	 * is the default, the holder's own timer (sched/README.md). */
-	BENCH_MICRO_PREEMPT_LOOP, /* slot time lost per forced preemption, ns */
-	BENCH_MICRO_SIGNAL_EXITS_LOOP, /* preemptions in that run */
+	/* The forced preemption with --own-tick on: the holder's own timer
+	 * ends each slice (sched/README.md). PREEMPT above is the default,
+	 * the event loop's timer and a signal sent across CPUs. */
+	BENCH_MICRO_PREEMPT_OWN, /* slot time lost per forced preemption, ns */
+	BENCH_MICRO_SIGNAL_EXITS_OWN, /* preemptions in that run */
 };
 
 struct bench_micro {

@@ -9,8 +9,8 @@
  *    before FUTEX_WAKE to the sleeper's FUTEX_WAIT returning);
  *  - slot time lost per forced preemption (guest-timed, preempt workload),
  *    less the time the host steals anyway without overcommit, with the
- *    holder's own timer ending its slice (the default) and the event
- *    loop's (--own-tick off);
+ *    event loop's timer ending its slice (the default) and the holder's
+ *    own (--own-tick on);
  *  - one safe-point switch (guest-timed, spswitch): the yielding vCPU's
  *    last TSC to the next vCPU's first, with the hard deferrals of that run
  *    beside it to show the switches came at safe points, not forced exits;
@@ -40,7 +40,7 @@ const char *const bench_micro_names[BENCH_MICRO_KINDS] = {
 	"safe_point_switch_ns", "safe_point_switches", "safe_point_deferrals_hard",
 	"kick_to_guest_ns", "kicks_timed",
 	"request_switch_ns", "request_switches", "request_deferrals_hard",
-	"forced_preemption_loop_ns", "preemptions_loop",
+	"forced_preemption_own_ns", "preemptions_own",
 };
 
 #define FUTEX_ROUNDS 400
@@ -130,8 +130,8 @@ static void preempt_cost(struct bench_micro *mi, const struct bench_json *j1, co
 		note(mi, "%s", "preempt run: no preemptions or missing run_ns");
 }
 
-/* The forced preemption on both timers: the holder's own (the default)
- * and the event loop's (--own-tick off), against one 1-vCPU baseline. */
+/* The forced preemption on both timers: the event loop's (the default)
+ * and the holder's own (--own-tick on), against one 1-vCPU baseline. */
 static void preempt(struct bench_micro *mi, const struct bench_opts *o, const char *tmpdir,
 		    unsigned rep)
 {
@@ -141,9 +141,9 @@ static void preempt(struct bench_micro *mi, const struct bench_opts *o, const ch
 			       "--slice-us", "500", "--workload", "preempt", "--duration", dur, NULL };
 	const char *over[] = { "-c", "2", "--pcpus", "1", "--yield", "none", "--spin-detect", "none",
 			       "--slice-us", "500", "--workload", "preempt", "--duration", dur, NULL };
-	const char *loop[] = { "-c", "2", "--pcpus", "1", "--yield", "none", "--spin-detect", "none",
+	const char *own[] = { "-c", "2", "--pcpus", "1", "--yield", "none", "--spin-detect", "none",
 			       "--slice-us", "500", "--workload", "preempt", "--duration", dur,
-			       "--own-tick", "off", NULL };
+			       "--own-tick", "on", NULL };
 	struct bench_json j1, j2;
 	if (!child(mi, o, tmpdir, "preempt1", base, &j1))
 		return;
@@ -152,8 +152,8 @@ static void preempt(struct bench_micro *mi, const struct bench_opts *o, const ch
 			     BENCH_MICRO_PREEMPT_GROSS);
 		bench_json_free(&j2);
 	}
-	if (child(mi, o, tmpdir, "preempt2loop", loop, &j2)) {
-		preempt_cost(mi, &j1, &j2, rep, BENCH_MICRO_PREEMPT_LOOP, BENCH_MICRO_SIGNAL_EXITS_LOOP,
+	if (child(mi, o, tmpdir, "preempt2own", own, &j2)) {
+		preempt_cost(mi, &j1, &j2, rep, BENCH_MICRO_PREEMPT_OWN, BENCH_MICRO_SIGNAL_EXITS_OWN,
 			     (enum bench_micro_kind)-1);
 		bench_json_free(&j2);
 	}

@@ -261,7 +261,7 @@ static json_t *micro_json(const struct bench_micro *mi)
 	put(j, "request_switch_over_safe_point_switch",
 	    bench_json_number(bench_ratio(mi->median[BENCH_MICRO_REQ_SWITCH], mi->median[BENCH_MICRO_SP_SWITCH])));
 	put(j, "own_tick_over_loop_preemption",
-	    bench_json_number(bench_ratio(mi->median[BENCH_MICRO_PREEMPT], mi->median[BENCH_MICRO_PREEMPT_LOOP])));
+	    bench_json_number(bench_ratio(mi->median[BENCH_MICRO_PREEMPT_OWN], mi->median[BENCH_MICRO_PREEMPT])));
 	put(j, "failures", uint_(mi->failures));
 	return j;
 }

@@ -263,11 +263,11 @@ static void micro_table(FILE *out, const struct bench_micro *mi)
 		"                            host's own steal (%.0f preemptions at 500 us slices)\n",
 		md[BENCH_MICRO_PREEMPT] / 1e3, md[BENCH_MICRO_PREEMPT_GROSS] / 1e3,
 		md[BENCH_MICRO_SIGNAL_EXITS]);
-	fprintf(out, "  ... by the loop's timer   %8.2f us of slot time each with --own-tick off, ratio %.2f\n"
+	fprintf(out, "  ... by its own timer      %8.2f us of slot time each with --own-tick on, ratio %.2f\n"
 		"                            own/loop (%.0f preemptions)\n",
-		md[BENCH_MICRO_PREEMPT_LOOP] / 1e3,
-		bench_ratio(md[BENCH_MICRO_PREEMPT], md[BENCH_MICRO_PREEMPT_LOOP]),
-		md[BENCH_MICRO_SIGNAL_EXITS_LOOP]);
+		md[BENCH_MICRO_PREEMPT_OWN] / 1e3,
+		bench_ratio(md[BENCH_MICRO_PREEMPT_OWN], md[BENCH_MICRO_PREEMPT]),
+		md[BENCH_MICRO_SIGNAL_EXITS_OWN]);
 	fprintf(out, "  safe-point switch         %8.2f us guest to guest, ratio %.2f to a forced preemption\n"
 		"                            (%.0f switches at 500 us slices, %.0f hard deferrals)\n",
 		md[BENCH_MICRO_SP_SWITCH] / 1e3,
